@@ -1,0 +1,457 @@
+"""Baseline files: per-kernel recorded values and thresholds, as schema-validated YAML.
+
+Loading is strict and never executes anything: YAML is parsed with the safe loader, anchors and
+aliases are refused outright (a baseline never needs them, and they are how "billion laughs"
+bombs are built), and the document is validated against schemas/baseline.schema.json before
+perfgate looks at it. Every problem is reported as `FILE::$.json.path: message (line N)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfgate.capture import Dim3, Launch
+from perfgate.catalog import MetricDef, lookup
+from perfgate.errors import BaselineError, UsageError
+from perfgate.schemas import JsonPath, format_path, schema_errors
+from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
+
+FORMAT_VERSION = 1
+SCHEMA = "baseline.schema.json"
+MAX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KernelMatch:
+    function: str | None = None
+    name: str | None = None
+    regex: str | None = None
+    block: Dim3 | None = None
+    grid: Dim3 | None = None
+
+    def matches(self, launch: Launch) -> bool:
+        if self.function is not None and launch.function != self.function:
+            return False
+        if self.name is not None and launch.name != self.name:
+            return False
+        if self.regex is not None and not re.search(self.regex, launch.name):
+            return False
+        if self.block is not None and launch.block != self.block:
+            return False
+        return not (self.grid is not None and launch.grid != self.grid)
+
+    def describe(self) -> str:
+        parts = []
+        for key in ("function", "name", "regex", "block", "grid"):
+            value = getattr(self, key)
+            if value is not None:
+                parts.append(f"{key} {value!r}" if isinstance(value, str) else f"{key} {value}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class MetricBaseline:
+    name: str
+    value: float | str
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    source: str = ""
+    group: str | None = None
+    shares: Mapping[str, float] | None = None
+    threshold: ThresholdOverride | None = None
+    check: CategoricalOverride | None = None
+
+    @property
+    def definition(self) -> MetricDef:
+        return lookup(self.name)
+
+    @property
+    def formula_group(self) -> str:
+        """The comparability group the value was measured in (the catalog's first formula's
+        group when the file does not say)."""
+        return self.group or self.definition.formulas[0].group
+
+
+@dataclass(frozen=True)
+class KernelBaseline:
+    id: str
+    match: KernelMatch
+    metrics: tuple[MetricBaseline, ...]
+    name: str | None = None
+    launches: int | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    kernels: tuple[KernelBaseline, ...]
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    thresholds: Mapping[str, ThresholdOverride] = field(default_factory=dict)
+    checks: Mapping[str, CategoricalOverride] = field(default_factory=dict)
+    path: str = ""
+
+    def raw_metrics(self) -> set[str]:
+        """Every raw ncu metric any formula of any baselined metric may read."""
+        names: set[str] = set()
+        for kernel in self.kernels:
+            for metric in kernel.metrics:
+                for formula in metric.definition.formulas:
+                    names.update(formula.inputs)
+        return names
+
+
+# ----------------------------------------------------------------------------------- loading
+
+
+def _problem(path: str, message: str, problems: list[str] | None = None) -> BaselineError:
+    return BaselineError(message, path, problems=problems)
+
+
+def _line_finder(root: yaml.Node | None) -> Any:
+    def line_of(path: JsonPath) -> int | None:
+        node = root
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                nxt = None
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode) and key.value == part:
+                        nxt = value
+                        break
+                node = nxt
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                node = node.value[part] if 0 <= part < len(node.value) else None
+            else:
+                node = None
+            if node is None:
+                break
+        target = node if node is not None else root
+        return None if target is None else target.start_mark.line + 1
+
+    return line_of
+
+
+def _read_text(path: str) -> str:
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise _problem(path, "is a directory, not a baseline file")
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise _problem(path, f"is {size:,} bytes; a baseline is at most {MAX_BYTES:,}")
+        data = p.read_bytes()
+    except FileNotFoundError as exc:
+        raise _problem(path, "no such file") from exc
+    except OSError as exc:
+        raise _problem(path, f"cannot read: {exc.strerror or exc}") from exc
+    if b"\x00" in data:
+        raise _problem(path, "binary data, not a YAML baseline")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _problem(path, f"not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():
+        raise _problem(path, "the file is empty")
+    return text
+
+
+def _mark(exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+
+
+def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+    try:
+        # Refuse anchors and aliases before anything is built from them.
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                where = f"line {event.start_mark.line + 1}: " if event.start_mark else ""
+                raise _problem(
+                    path, f"{where}YAML anchors and aliases are not allowed in a baseline"
+                )
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.constructor.ConstructorError as exc:
+        raise _problem(
+            path, f"{_mark(exc)}{exc.problem} (only plain YAML data is allowed)"
+        ) from exc
+    except yaml.composer.ComposerError as exc:  # e.g. several documents in one file
+        context = f"{exc.context}, " if exc.context else ""
+        raise _problem(path, f"{_mark(exc)}{context}{exc.problem}") from exc
+    except yaml.MarkedYAMLError as exc:
+        raise _problem(path, f"{_mark(exc)}not valid YAML: {exc.problem}") from exc
+    except yaml.YAMLError as exc:
+        raise _problem(path, f"not valid YAML: {exc}") from exc
+    return data, node
+
+
+def _dim3(value: Any) -> Dim3 | None:
+    return None if value is None else (int(value[0]), int(value[1]), int(value[2]))
+
+
+def _override(
+    raw: Mapping[str, Any] | None,
+) -> tuple[ThresholdOverride | None, CategoricalOverride | None]:
+    if not raw:
+        return None, None
+    threshold = ThresholdOverride(
+        relative=raw.get("relative"),
+        absolute=raw.get("absolute"),
+        direction=Direction(raw["direction"]) if "direction" in raw else None,
+    )
+    check = CategoricalOverride(
+        stable=raw.get("stable"),
+        expect=tuple(raw["expect"]) if "expect" in raw else None,
+        forbid=tuple(raw["forbid"]) if "forbid" in raw else None,
+        margin=raw.get("margin"),
+    )
+    return threshold, check
+
+
+_NUMERIC_KEYS = ("relative", "absolute", "direction")
+_CATEGORICAL_KEYS = ("stable", "expect", "forbid", "margin")
+
+
+def _check_metric(
+    name: str,
+    entry: Mapping[str, Any] | None,
+    where: list[str | int],
+    problems: list[str],
+    line_of: Any,
+) -> None:
+    def add(sub: list[str | int], message: str) -> None:
+        line = line_of(sub)
+        problems.append(f"{format_path(sub)}: {message}" + (f" (line {line})" if line else ""))
+
+    try:
+        defn = lookup(name)
+    except UsageError as exc:
+        add(where, exc.message)
+        return
+    if entry is None:
+        return
+    value = entry.get("value")
+    if value is not None:
+        if defn.categorical and not isinstance(value, str):
+            add(
+                [*where, "value"],
+                f"{name} is categorical: its value is a label such as 'long_scoreboard'",
+            )
+        if not defn.categorical and not defn.raw and not isinstance(value, (int, float)):
+            add([*where, "value"], f"{name} needs a number, not {value!r}")
+    override = entry.get("threshold") or {}
+    wrong = _NUMERIC_KEYS if defn.categorical else _CATEGORICAL_KEYS
+    for key in wrong:
+        if key in override:
+            kind = "categorical" if defn.categorical else "numeric"
+            add([*where, "threshold", key], f"does not apply to {name}, a {kind} metric")
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    name = str(path)
+    text = _read_text(name)
+    data, root = _parse_yaml(text, name)
+    line_of = _line_finder(root)
+    if (
+        isinstance(data, dict)
+        and "format_version" in data
+        and data["format_version"] != FORMAT_VERSION
+    ):
+        raise _problem(
+            name,
+            f"format_version {data['format_version']!r} is not one this perfgate reads "
+            f"(it reads {FORMAT_VERSION}); upgrade perfgate or re-record the baseline",
+        )
+    problems = schema_errors(data, SCHEMA, line_of)
+    if problems:
+        raise _problem(name, problems[0], problems)
+    for metric, entry in (data.get("thresholds") or {}).items():
+        _check_metric(metric, {"threshold": entry}, ["thresholds", metric], problems, line_of)
+    seen: dict[str, int] = {}
+    for i, kernel in enumerate(data["kernels"]):
+        kid = kernel["id"]
+        if kid in seen:
+            problems.append(
+                f"{format_path(['kernels', i, 'id'])}: duplicate id {kid!r} "
+                f"(also $.kernels[{seen[kid]}])"
+            )
+        seen.setdefault(kid, i)
+        regex = kernel["match"].get("regex")
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                problems.append(
+                    f"{format_path(['kernels', i, 'match', 'regex'])}: "
+                    f"not a valid regular expression: {exc}"
+                )
+        for metric, entry in kernel["metrics"].items():
+            _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
+    if problems:
+        raise _problem(name, problems[0], problems)
+    return _build(data, name)
+
+
+def _build(data: Mapping[str, Any], path: str) -> Baseline:
+    kernels = []
+    for kernel in data["kernels"]:
+        metrics = []
+        for metric, entry in kernel["metrics"].items():
+            threshold, check = _override(entry.get("threshold"))
+            value = entry["value"]
+            metrics.append(
+                MetricBaseline(
+                    name=metric,
+                    value=float(value) if isinstance(value, (int, float)) else str(value),
+                    low=entry.get("min"),
+                    high=entry.get("max"),
+                    unit=entry.get("unit", ""),
+                    source=entry.get("source", ""),
+                    group=entry.get("group"),
+                    shares=entry.get("shares"),
+                    threshold=threshold,
+                    check=check,
+                )
+            )
+        m = kernel["match"]
+        kernels.append(
+            KernelBaseline(
+                id=kernel["id"],
+                match=KernelMatch(
+                    m.get("function"),
+                    m.get("name"),
+                    m.get("regex"),
+                    _dim3(m.get("block")),
+                    _dim3(m.get("grid")),
+                ),
+                metrics=tuple(metrics),
+                name=kernel.get("name"),
+                launches=kernel.get("launches"),
+            )
+        )
+    thresholds: dict[str, ThresholdOverride] = {}
+    checks: dict[str, CategoricalOverride] = {}
+    for metric, entry in (data.get("thresholds") or {}).items():
+        threshold, check = _override(entry)
+        if threshold is not None and check is not None:
+            thresholds[metric], checks[metric] = threshold, check
+    return Baseline(
+        kernels=tuple(kernels),
+        provenance=data.get("provenance") or {},
+        thresholds=thresholds,
+        checks=checks,
+        path=path,
+    )
+
+
+# ----------------------------------------------------------------------------------- writing
+
+HEADER = """\
+# perfgate baseline (format 1): per-kernel counter values recorded from Nsight Compute captures.
+# Each metric holds the median over the kernel's launches (value) and their spread (min, max).
+# Thresholds come from the metric catalog (perfgate metrics); override one with
+#   threshold: {relative: 0.1, absolute: 2}      # numeric: a change must exceed both
+#   threshold: {expect: [long_scoreboard]}       # categorical: stable, expect, forbid, margin
+# on a metric, or under `thresholds:` for every kernel of this file. See docs/baselines.md.
+"""
+
+
+def _tidy(value: float | str) -> int | float | str:
+    if isinstance(value, str):
+        return value
+    rounded = float(f"{value:.12g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
+
+
+def _override_document(
+    threshold: ThresholdOverride | None, check: CategoricalOverride | None
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    if threshold is not None:
+        for key in ("relative", "absolute"):
+            if getattr(threshold, key) is not None:
+                doc[key] = getattr(threshold, key)
+        if threshold.direction is not None:
+            doc["direction"] = threshold.direction.value
+    if check is not None:
+        for key in _CATEGORICAL_KEYS:
+            value = getattr(check, key)
+            if value is not None:
+                doc[key] = list(value) if isinstance(value, tuple) else value
+    return doc
+
+
+def to_document(baseline: Baseline) -> dict[str, Any]:
+    doc: dict[str, Any] = {"format_version": FORMAT_VERSION}
+    if baseline.provenance:
+        doc["provenance"] = dict(baseline.provenance)
+    overrides = {
+        name: _override_document(baseline.thresholds.get(name), baseline.checks.get(name))
+        for name in sorted(set(baseline.thresholds) | set(baseline.checks))
+    }
+    if any(overrides.values()):
+        doc["thresholds"] = {k: v for k, v in overrides.items() if v}
+    kernels = []
+    for kernel in baseline.kernels:
+        match: dict[str, Any] = {}
+        for key in ("function", "name", "regex"):
+            if getattr(kernel.match, key) is not None:
+                match[key] = getattr(kernel.match, key)
+        for key in ("block", "grid"):
+            if getattr(kernel.match, key) is not None:
+                match[key] = list(getattr(kernel.match, key))
+        entry: dict[str, Any] = {"id": kernel.id, "match": match}
+        if kernel.name is not None:
+            entry["name"] = kernel.name
+        if kernel.launches is not None:
+            entry["launches"] = kernel.launches
+        metrics: dict[str, Any] = {}
+        for metric in kernel.metrics:
+            m: dict[str, Any] = {"value": _tidy(metric.value)}
+            if metric.low is not None and metric.high is not None:
+                m["min"], m["max"] = _tidy(metric.low), _tidy(metric.high)
+            # Unit, source and group are written only where the catalog would not say the
+            # same, which keeps a baseline short enough to review.
+            defn = metric.definition
+            if metric.unit and metric.unit != defn.unit:
+                m["unit"] = metric.unit
+            if metric.source and metric.source != defn.formulas[0].text:
+                m["source"] = metric.source
+            if metric.group and metric.group != defn.formulas[0].group:
+                m["group"] = metric.group
+            if metric.shares:
+                m["shares"] = {r: round(v, 2) for r, v in metric.shares.items() if round(v, 2) > 0}
+            override = _override_document(metric.threshold, metric.check)
+            if override:
+                m["threshold"] = override
+            metrics[metric.name] = m
+        entry["metrics"] = metrics
+        kernels.append(entry)
+    doc["kernels"] = kernels
+    return doc
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for structure, flow style for the small leaf mappings of one metric."""
+
+
+def dump_baseline(baseline: Baseline) -> str:
+    doc = to_document(baseline)
+    body = yaml.dump(
+        doc,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=None,
+        width=4096,
+        allow_unicode=True,
+    )
+    return HEADER + body

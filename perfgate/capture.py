@@ -1,0 +1,65 @@
+"""What perfgate reads out of an ncu capture: launches with their raw metric values.
+
+Values are normalised at ingest (base units, no thousands separators), so everything after
+ingest works with plain floats and strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+Value = float | str | None
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One profiled kernel launch (one row of ncu's raw page, one action of a report)."""
+
+    index: int
+    name: str  # the kernel name as ncu printed it (demangled by default)
+    function: str  # the qualified function name derived from `name`
+    block: Dim3 | None
+    grid: Dim3 | None
+    metrics: Mapping[str, Value]  # raw ncu metric name -> value in base units
+    units: Mapping[str, str] = field(default_factory=dict)  # raw metric name -> base unit
+    device: str | None = None  # device__attribute_display_name, when captured
+    cc: str | None = None  # compute capability "9.0"
+    nvtx: tuple[str, ...] = ()
+    source: str = ""  # the file this launch came from
+
+
+@dataclass(frozen=True)
+class Capture:
+    """All launches read from one or more capture files, with what ncu said about them."""
+
+    paths: tuple[str, ...]
+    launches: tuple[Launch, ...]
+    columns: frozenset[str]  # raw metric names present in the capture (before any filtering)
+    warnings: tuple[str, ...] = ()  # ncu ==WARNING== lines worth showing to the user
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(sorted({launch.device for launch in self.launches if launch.device}))
+
+    @property
+    def compute_capabilities(self) -> tuple[str, ...]:
+        return tuple(sorted({launch.cc for launch in self.launches if launch.cc}))
+
+
+def merge(captures: list[Capture]) -> Capture:
+    """Concatenate captures (several ncu runs of one workload) into one."""
+    launches: list[Launch] = []
+    columns: set[str] = set()
+    warnings: list[str] = []
+    for cap in captures:
+        launches.extend(cap.launches)
+        columns |= cap.columns
+        warnings.extend(w for w in cap.warnings if w not in warnings)
+    return Capture(
+        paths=tuple(p for cap in captures for p in cap.paths),
+        launches=tuple(launches),
+        columns=frozenset(columns),
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,472 @@
+"""The metric catalog: logical metrics, and the raw ncu metrics each one is computed from.
+
+A logical metric has a name, a unit, the direction that is worse, a noise class and default
+thresholds (measured: docs/noise.md), and an ordered list of formulas over raw metrics. The
+first formula whose inputs the capture holds is used; formulas differ by what a capture holds
+(`--set full` has no `l1tex__average_t_sectors_per_request_*` ratio, so sectors per request
+comes from the sums) and by architecture (no DRAM counters on CC 8.7, 11.0 and 12.1).
+
+Every formula belongs to a comparability group. A baseline records the group it was measured
+in, and a check only uses formulas of that group: stall shares from PC sampling are never
+compared with shares from the stall counters.
+
+Any raw ncu metric name can be gated too; it is compared as it is, in both directions unless
+the baseline says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from perfgate.capture import Value
+from perfgate.errors import UsageError
+from perfgate.stalls import FAMILIES, ISSUING, REASONS, StallFamily, reasons_for
+from perfgate.thresholds import CategoricalCheck, Direction, Noise, Threshold
+
+LaunchValues = Mapping[str, Value]
+Computed = float | str | dict[str, float] | None
+
+
+class Aggregate(enum.Enum):
+    MEDIAN = "median"  # numeric: the median over the kernel's launches
+    MODE = "mode"  # categorical: the most common value
+    DOMINANT = "dominant"  # the largest median share of a stall family
+
+
+def _cc(cc: str | None) -> tuple[int, int] | None:
+    if not cc:
+        return None
+    major, _, minor = cc.partition(".")
+    try:
+        return int(major), int(minor or 0)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Formula:
+    """How one launch's value is computed from its raw metrics."""
+
+    inputs: tuple[str, ...]
+    compute: Callable[[LaunchValues], Computed]
+    text: str  # shown in reports and recorded in baselines as the metric's source
+    group: str  # values compare only within one group
+    needs_all: bool = True  # False: usable when any input is present; absent ones count as 0
+    for_cc: Callable[[tuple[int, int] | None], bool] = field(default=lambda cc: True)
+
+    def available(self, columns: frozenset[str] | set[str], cc: str | None) -> bool:
+        if not self.for_cc(_cc(cc)):
+            return False
+        if self.needs_all:
+            return all(name in columns for name in self.inputs)
+        return any(name in columns for name in self.inputs)
+
+
+def _num(values: LaunchValues, name: str) -> float | None:
+    v = values.get(name)
+    return v if isinstance(v, float) and not math.isnan(v) else None
+
+
+def direct(
+    name: str,
+    group: str = "counters",
+    scale: float = 1.0,
+    for_cc: Callable[[tuple[int, int] | None], bool] = lambda cc: True,
+) -> Formula:
+    def compute(values: LaunchValues) -> Computed:
+        v = _num(values, name)
+        return None if v is None else v * scale
+
+    text = name if scale == 1.0 else f"{name} * {scale:g}"
+    return Formula((name,), compute, text, group, for_cc=for_cc)
+
+
+def ratio(num: str, den: str, scale: float = 1.0, group: str = "counters") -> Formula:
+    def compute(values: LaunchValues) -> Computed:
+        a, b = _num(values, num), _num(values, den)
+        if a is None or b is None:
+            return None
+        if b == 0:
+            return 0.0 if a == 0 else None  # ncu's convention: no requests, ratio 0
+        return a / b * scale
+
+    text = f"{num} / {den}" + (f" * {scale:g}" if scale != 1.0 else "")
+    return Formula((num, den), compute, text, group)
+
+
+def total(names: Iterable[str], group: str = "counters", **kw: object) -> Formula:
+    names = tuple(names)
+
+    def compute(values: LaunchValues) -> Computed:
+        parts = [_num(values, n) for n in names]
+        if any(p is None for p in parts):
+            return None
+        return float(sum(p for p in parts if p is not None))
+
+    return Formula(names, compute, " + ".join(names), group, **kw)  # type: ignore[arg-type]
+
+
+def _stall_shares(
+    family: StallFamily, cc_reasons: tuple[str, ...]
+) -> Callable[[LaunchValues], Computed]:
+    names = {r: family.metric(r) for r in cc_reasons}
+
+    def compute(values: LaunchValues) -> Computed:
+        raw = {r: _num(values, n) for r, n in names.items() if n in values}
+        counted = {r: v for r, v in raw.items() if v is not None}
+        if not counted:
+            return None
+        stalled = sum(counted.values())
+        if stalled <= 0:
+            return None
+        return {r: v / stalled * 100.0 for r, v in counted.items()}
+
+    return compute
+
+
+def _stall_formulas(reason: str | None) -> tuple[Formula, ...]:
+    """Shares of one reason (reason given) or the whole share vector (reason None)."""
+    out = []
+    for fam in FAMILIES:
+        reasons = tuple(r for r in REASONS if r in reasons_for(None, fam.name))
+        shares = _stall_shares(fam, reasons)
+        inputs = tuple(fam.metric(r) for r in reasons)
+        if reason is None:
+            compute = shares
+            text = f"shares of {fam.template.format(reason='*')} (without {ISSUING})"
+        else:
+
+            def compute(
+                values: LaunchValues, shares: Callable[[LaunchValues], Computed] = shares
+            ) -> Computed:
+                vector = shares(values)
+                return vector.get(reason, 0.0) if isinstance(vector, dict) else None
+
+            family = fam.template.format(reason="*")
+            text = f"{fam.metric(reason)} / sum of {family} (without {ISSUING})"
+        out.append(Formula(inputs, compute, text, fam.group, needs_all=False))
+    return tuple(out)
+
+
+_LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
+
+
+def _limiter(values: LaunchValues) -> Computed:
+    limits = {name: _num(values, f"launch__occupancy_limit_{name}") for name in _LIMITERS}
+    known = {k: v for k, v in limits.items() if v is not None}
+    if not known:
+        return None
+    low = min(known.values())
+    return "+".join(k for k in _LIMITERS if known.get(k) == low)
+
+
+def _no_dram(cc: tuple[int, int] | None) -> bool:
+    # NVIDIA's own rules request no DRAM metric on these (NCU_FACTS); unknown CC: try.
+    return cc not in {(8, 7), (11, 0), (12, 1)}
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    title: str
+    unit: str
+    direction: Direction
+    noise: Noise
+    formulas: tuple[Formula, ...]
+    threshold: Threshold = field(default_factory=Threshold)
+    default: bool = True  # recorded by `baseline record` unless --metric says otherwise
+    aggregate: Aggregate = Aggregate.MEDIAN
+    check: CategoricalCheck | None = None  # categorical metrics only
+    description: str = ""
+    raw: bool = False  # a raw ncu metric gated as it is
+
+    @property
+    def categorical(self) -> bool:
+        return self.aggregate is not Aggregate.MEDIAN
+
+    def formulas_for(self, group: str | None = None) -> tuple[Formula, ...]:
+        return tuple(f for f in self.formulas if group is None or f.group == group)
+
+    def resolve(
+        self, columns: frozenset[str] | set[str], cc: str | None, group: str | None = None
+    ) -> Formula | None:
+        for formula in self.formulas_for(group):
+            if formula.available(columns, cc):
+                return formula
+        return None
+
+    def inputs(self, cc: str | None = None) -> tuple[str, ...]:
+        """The raw metrics to ask ncu for: those of the first formula usable on `cc`."""
+        version = _cc(cc)
+        for formula in self.formulas:
+            if formula.for_cc(version):
+                fam = next((f for f in FAMILIES if f.metric(REASONS[0]) in formula.inputs), None)
+                return formula.inputs if fam is None else fam.metrics(cc)
+        return ()
+
+
+_EXACT = Threshold(0.0, 0.0)
+_LD = "l1tex__t_{x}_pipe_lsu_mem_global_op_{op}.sum"
+
+
+def _sectors_per_request(op: str) -> tuple[Formula, ...]:
+    return (
+        ratio(_LD.format(x="sectors", op=op), _LD.format(x="requests", op=op)),
+        direct(f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio"),
+    )
+
+
+_TENSOR_OPS = ("hmma", "imma", "dmma")
+_TENSOR = "smsp__inst_executed_pipe_tensor_op_{op}.sum"
+
+CATALOG_LIST: tuple[MetricDef, ...] = (
+    MetricDef(
+        "registers_per_thread", "Registers per thread", "register/thread",
+        Direction.HIGHER_IS_WORSE, Noise.EXACT, (direct("launch__registers_per_thread"),), _EXACT,
+        description="Registers allocated per thread; more registers, fewer resident warps.",
+    ),
+    MetricDef(
+        "shared_memory_per_block", "Shared memory per block", "byte/block",
+        Direction.HIGHER_IS_WORSE, Noise.EXACT,
+        (total(["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]),),
+        _EXACT, description="Static plus dynamic shared memory a block asks for.",
+    ),
+    MetricDef(
+        "occupancy_limiter", "Occupancy limiter", "", Direction.ANY_CHANGE, Noise.EXACT,
+        (Formula(tuple(f"launch__occupancy_limit_{n}" for n in _LIMITERS), _limiter,
+                 "smallest of launch__occupancy_limit_{registers,shared_mem,warps,blocks,barriers}",
+                 "counters", needs_all=False),),
+        aggregate=Aggregate.MODE, check=CategoricalCheck(stable=True),
+        description="The resource that bounds blocks per SM (ties joined with '+').",
+    ),
+    MetricDef(
+        "achieved_occupancy", "Achieved occupancy", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.10, 10.0),
+        description="Active warps as a share of the SM's maximum.",
+    ),
+    MetricDef(
+        "sectors_per_request_ld", "Sectors per global load request", "sector/request",
+        Direction.HIGHER_IS_WORSE, Noise.EXACT, _sectors_per_request("ld"), Threshold(0.0, 0.01),
+        description="4 is ideal for coalesced 4-byte loads, 32 is fully scattered.",
+    ),
+    MetricDef(
+        "sectors_per_request_st", "Sectors per global store request", "sector/request",
+        Direction.HIGHER_IS_WORSE, Noise.NOISY, _sectors_per_request("st"), Threshold(0.02, 0.01),
+        description="4 is ideal for coalesced 4-byte stores, 32 is fully scattered. Store "
+        "sectors of partial-sector writes vary by up to 1.3% between launches (seen).",
+    ),
+    MetricDef(
+        "warp_execution_efficiency", "Warp execution efficiency", "%",
+        Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (
+            ratio("smsp__thread_inst_executed.sum", "smsp__inst_executed.sum", 100 / 32),
+            direct("smsp__average_thread_inst_executed_per_inst_executed.ratio", scale=100 / 32),
+            direct("smsp__thread_inst_executed_per_inst_executed.ratio", scale=100 / 32),
+        ),
+        Threshold(0.0, 1.0),
+        description="Active threads per executed warp instruction, of 32; divergence lowers it. "
+        "Exact for most kernels; persistent library kernels vary by 0.4% (seen).",
+    ),
+    MetricDef(
+        "instructions_executed", "Warp instructions executed", "inst",
+        Direction.HIGHER_IS_WORSE, Noise.NOISY, (direct("smsp__inst_executed.sum"),),
+        Threshold(0.01, 0.0),
+        description="Warp-level instructions executed. Exact for most kernels; persistent "
+        "library kernels (cuDNN attention) vary by 0.3% between launches (seen).",
+    ),
+    MetricDef(
+        "shared_bank_conflicts", "Shared-memory bank conflicts", "conflict",
+        Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (direct("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),), Threshold(0.5, 4096.0),
+        description="Extra shared-memory cycles spent on bank conflicts "
+        "(seen varying 35% between launches).",
+    ),
+    MetricDef(
+        "local_memory_sectors", "Local-memory sectors", "sector",
+        Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (total(["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"]),),
+        Threshold(0.10, 0.0),
+        description="Local-memory traffic: register spills and run-time-indexed arrays.",
+    ),
+    MetricDef(
+        "l2_atomic_requests", "L2 atomic and reduction requests", "request",
+        Direction.HIGHER_IS_WORSE, Noise.EXACT,
+        (
+            total(["lts__t_requests_srcunit_tex_op_red.sum",
+                   "lts__t_requests_srcunit_tex_op_atom.sum"]),
+            # --set full splits atomics by kind and has no plain op_atom sum.
+            total(["lts__t_requests_srcunit_tex_op_red.sum",
+                   "lts__t_requests_srcunit_tex_op_atom_dot_alu.sum",
+                   "lts__t_requests_srcunit_tex_op_atom_dot_cas.sum"]),
+        ),
+        _EXACT,
+        description="Global atomics and reductions reaching L2; contention grows with them.",
+    ),
+    MetricDef(
+        "tensor_instructions", "Tensor-core instructions", "inst",
+        Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (
+            total([_TENSOR.format(op=op) for op in ("hmma", "gmma", *_TENSOR_OPS[1:])],
+                  for_cc=lambda cc: cc is not None and cc[0] == 9),
+            total([_TENSOR.format(op=op) for op in _TENSOR_OPS],
+                  for_cc=lambda cc: cc is None or cc[0] != 9),
+        ),
+        Threshold(0.01, 0.0),
+        description="Warp instructions on the tensor pipe (HMMA, GMMA on CC 9.0, IMMA, DMMA).",
+    ),
+    MetricDef(
+        "tensor_pipe_utilization", "Tensor pipe utilization", "%",
+        Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (direct("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),),
+        Threshold(0.10, 2.0), description="Cycles the tensor pipe is busy, of the active cycles.",
+    ),
+    MetricDef(
+        "dram_throughput", "DRAM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (
+            direct("dram__throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
+            direct("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
+        ),
+        Threshold(0.10, 2.0),
+        description="DRAM bandwidth used, of peak. A drop usually means the kernel got slower "
+        "for the same bytes; more bytes show in dram_bytes.",
+    ),
+    MetricDef(
+        "dram_bytes", "DRAM bytes", "byte", Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (total(["dram__bytes_read.sum", "dram__bytes_write.sum"], for_cc=_no_dram),),
+        Threshold(0.10, 65536.0), description="Bytes read from and written to device memory.",
+    ),
+    MetricDef(
+        "duration", "Duration", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0),
+        description="Kernel time under the profiler (clocks not locked: noisy).",
+    ),
+    MetricDef(
+        "dominant_stall", "Dominant warp stall", "", Direction.ANY_CHANGE, Noise.NOISY,
+        _stall_formulas(None), aggregate=Aggregate.DOMINANT,
+        check=CategoricalCheck(stable=True, margin=5.0),
+        description="The stall reason with the largest share (not counting 'selected', which "
+        "is issuing); a change counts when the new reason leads the old by more than the margin.",
+    ),
+    MetricDef(
+        "sm_throughput", "SM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (direct("sm__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
+        default=False, description="Speed-of-light compute throughput.",
+    ),
+    MetricDef(
+        "memory_throughput", "Memory throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (direct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),),
+        Threshold(0.10, 2.0), default=False,
+        description="Speed-of-light memory throughput (the busiest of DRAM, L2, L1).",
+    ),
+    MetricDef(
+        "l1tex_throughput", "L1/TEX throughput", "%", Direction.ANY_CHANGE, Noise.NOISY,
+        (direct("l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
+        default=False,
+    ),
+    MetricDef(
+        "l2_throughput", "L2 throughput", "%", Direction.ANY_CHANGE, Noise.NOISY,
+        (direct("lts__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
+        default=False,
+    ),
+    MetricDef(
+        "l2_hit_rate", "L2 hit rate", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
+        (direct("lts__t_sector_hit_rate.pct"),), Threshold(0.05, 2.0), default=False,
+    ),
+    MetricDef(
+        "global_atomic_requests", "Global atomic and reduction requests (L1)", "request",
+        Direction.HIGHER_IS_WORSE, Noise.EXACT,
+        (total(["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+                "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"]),),
+        _EXACT, default=False,
+    ),
+)  # fmt: skip
+
+CATALOG: dict[str, MetricDef] = {m.name: m for m in CATALOG_LIST}
+STALL_PREFIX = "stall."
+STALL_THRESHOLD = Threshold(0.20, 5.0)
+# Instruction-fetch stalls swing with a cold instruction cache in kernels launched once or
+# twice per run: seen up to 10 points outside the other runs' range (docs/noise.md).
+COLD_START_STALLS = frozenset({"imc_miss", "no_instruction"})
+COLD_START_THRESHOLD = Threshold(0.25, 20.0)
+
+
+def stall_share(reason: str) -> MetricDef:
+    return MetricDef(
+        f"{STALL_PREFIX}{reason}",
+        f"Stall share: {reason}",
+        "%",
+        Direction.HIGHER_IS_WORSE,
+        Noise.NOISY,
+        _stall_formulas(reason),
+        COLD_START_THRESHOLD if reason in COLD_START_STALLS else STALL_THRESHOLD,
+        description=f"Share of '{reason}' among all stall reasons (not counting 'selected').",
+    )
+
+
+def raw_metric(name: str) -> MetricDef:
+    return MetricDef(
+        name,
+        name,
+        "",
+        Direction.ANY_CHANGE,
+        Noise.NOISY,
+        (direct(name, group="raw"),),
+        Threshold(0.10, 0.0),
+        default=False,
+        raw=True,
+        description="A raw ncu metric, compared as it is.",
+    )
+
+
+def is_raw_name(name: str) -> bool:
+    return "__" in name
+
+
+def lookup(name: str) -> MetricDef:
+    """The definition of a logical metric, a stall share `stall.<reason>`, or a raw metric."""
+    if name in CATALOG:
+        return CATALOG[name]
+    if name.startswith(STALL_PREFIX):
+        reason = name[len(STALL_PREFIX) :]
+        if reason in REASONS:
+            return stall_share(reason)
+        raise UsageError(f"unknown stall reason {reason!r}; known: {', '.join(REASONS)}")
+    if is_raw_name(name):
+        return raw_metric(name)
+    raise UsageError(
+        f"unknown metric {name!r}: not in the catalog (perfgate metrics lists it), not "
+        "stall.<reason>, and not a raw ncu metric name (those contain '__')"
+    )
+
+
+def default_metrics(columns: frozenset[str] | set[str], cc: str | None) -> list[str]:
+    """What `baseline record` gates when not told: the default catalog metrics the capture
+    can compute, and a stall share for each reason of the stall family it holds."""
+    names = [m.name for m in CATALOG_LIST if m.default and m.resolve(columns, cc)]
+    stalls = CATALOG["dominant_stall"].resolve(columns, cc)
+    if stalls is not None:
+        fam = next(
+            f
+            for f in FAMILIES
+            if f.group == stalls.group and any(f.metric(r) in columns for r in REASONS)
+        )
+        names += [
+            f"{STALL_PREFIX}{r}" for r in reasons_for(cc, fam.name) if fam.metric(r) in columns
+        ]
+    return names
+
+
+def ncu_metrics(cc: str | None = "9.0", names: Iterable[str] | None = None) -> list[str]:
+    """The raw metrics an ncu run needs for `names` (default: the whole catalog) on `cc`."""
+    chosen = list(names) if names is not None else [m.name for m in CATALOG_LIST]
+    out: dict[str, None] = {}
+    for name in chosen:
+        for raw in lookup(name).inputs(cc):
+            out[raw] = None
+    for extra in ("launch__grid_size", "launch__block_size", "device__attribute_display_name"):
+        out.setdefault(extra, None)
+    return list(out)

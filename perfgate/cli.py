@@ -1,0 +1,232 @@
+"""The command line: options become a request, the core does the work, and every error
+becomes one line on stderr with a documented exit code (docs/exit-codes.md)."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from perfgate import __version__
+from perfgate.errors import ExitCode, PerfgateError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMATS = ("text", "markdown", "junit")  # kept in step with perfgate.reports.REPORTERS by a test
+
+
+def _fail(lines: list[str], code: ExitCode) -> None:
+    for line in lines:
+        click.echo(f"perfgate: error: {line}", err=True)
+    sys.exit(int(code))
+
+
+def _guard(fn: F) -> F:
+    """Turn perfgate's errors into one line and an exit code; a bug into exit 3."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except PerfgateError as exc:
+            if debug:
+                traceback.print_exc()
+            _fail(exc.lines(), exc.exit_code)
+        except (KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as exc:  # a bug: say so, without a traceback unless asked
+            if debug:
+                traceback.print_exc()
+            _fail(
+                [
+                    f"internal error: {type(exc).__name__}: {exc} "
+                    f"(a bug in perfgate {__version__}; --debug shows the traceback)"
+                ],
+                ExitCode.INTERNAL_ERROR,
+            )
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="perfgate")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+def main(debug: bool) -> None:
+    """Gate GPU kernel performance on Nsight Compute counters.
+
+    \b
+    Exit codes: 0 every gated metric holds; 1 a metric regressed, or a baselined
+    kernel or metric is missing from the capture; 2 unusable input or usage
+    (capture, baseline, options); 3 an internal error.
+    """
+
+
+@main.command("check")
+@click.option(
+    "--baseline", "-b", required=True, type=click.Path(dir_okay=False), help="Baseline YAML file."
+)
+@click.option(
+    "--capture",
+    "-c",
+    "captures",
+    required=True,
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.",
+)
+@click.option(
+    "--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here."
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False),
+    help="Write the markdown summary here.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="What to print on stdout.",
+)
+@click.option(
+    "--no-new-kernels", is_flag=True, help="Do not report kernels that are not in the baseline."
+)
+@click.option("--verbose", "-v", is_flag=True, help="List passing comparisons too (text format).")
+@_guard
+def check_command(
+    baseline: str,
+    captures: tuple[str, ...],
+    junit_path: str | None,
+    markdown_path: str | None,
+    fmt: str,
+    no_new_kernels: bool,
+    verbose: bool,
+) -> None:
+    """Check captures against a baseline; exit 1 when a counter regressed."""
+    from perfgate.fileio import write_text_atomic
+    from perfgate.gate import CheckRequest, run_check
+    from perfgate.reports import REPORTERS, text
+
+    result = run_check(CheckRequest(baseline, captures, report_new_kernels=not no_new_kernels))
+    if junit_path:
+        write_text_atomic(junit_path, REPORTERS["junit"].render(result))
+    if markdown_path:
+        write_text_atomic(markdown_path, REPORTERS["markdown"].render(result))
+    output = text.render(result, verbose) if fmt == "text" else REPORTERS[fmt].render(result)
+    click.echo(output, nl=False)
+    sys.exit(int(result.exit_code))
+
+
+@main.group("baseline")
+def baseline_group() -> None:
+    """Record and validate baseline files."""
+
+
+@baseline_group.command("record")
+@click.option(
+    "--capture",
+    "-c",
+    "captures",
+    required=True,
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Capture of the known-good build; repeat for several ncu runs (recommended: 3).",
+)
+@click.option(
+    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Baseline YAML to write."
+)
+@click.option(
+    "--kernel",
+    "-k",
+    "kernels",
+    multiple=True,
+    help="Only kernels whose name matches this regex (repeatable).",
+)
+@click.option(
+    "--metric",
+    "-m",
+    "metrics",
+    multiple=True,
+    help="Gate this metric (repeatable; default: the catalog's default set).",
+)
+@click.option("--reason", help="Why this baseline is recorded (kept in its provenance).")
+@_guard
+def record_command(
+    captures: tuple[str, ...],
+    output: str,
+    kernels: tuple[str, ...],
+    metrics: tuple[str, ...],
+    reason: str | None,
+) -> None:
+    """Record a baseline with default thresholds from captures of a good build."""
+    from perfgate.gate import RecordRequest, run_record
+    from perfgate.record import RecordSettings
+
+    result = run_record(RecordRequest(captures, output, RecordSettings(kernels, metrics, reason)))
+    kernels_n = len(result.baseline.kernels)
+    metrics_n = sum(len(k.metrics) for k in result.baseline.kernels)
+    click.echo(f"wrote {output}: {kernels_n} kernels, {metrics_n} metrics")
+    for line in result.skipped:
+        if metrics:  # asked for by name: say where a metric could not be recorded
+            click.echo(f"  skipped {line}", err=True)
+
+
+@baseline_group.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_guard
+def validate_command(paths: tuple[str, ...]) -> None:
+    """Check baseline files against the schema and the metric catalog."""
+    from perfgate.baseline import load_baseline
+
+    problems: list[str] = []
+    for path in paths:
+        try:
+            baseline = load_baseline(path)
+            click.echo(f"ok {path}: {len(baseline.kernels)} kernels")
+        except PerfgateError as exc:
+            problems.extend(exc.lines())
+    if problems:
+        _fail(problems, ExitCode.INPUT_ERROR)
+
+
+@main.command("metrics")
+@click.option(
+    "--ncu", is_flag=True, help="Print the raw metrics to pass to ncu --metrics, comma-separated."
+)
+@click.option(
+    "--cc", default="9.0", show_default=True, help="Compute capability to resolve raw metrics for."
+)
+@_guard
+def metrics_command(ncu: bool, cc: str) -> None:
+    """List the metric catalog (or the ncu metric list it needs)."""
+    from perfgate.catalog import (
+        CATALOG_LIST,
+        COLD_START_STALLS,
+        STALL_PREFIX,
+        STALL_THRESHOLD,
+        ncu_metrics,
+    )
+    from perfgate.thresholds import describe_bound
+
+    if ncu:
+        click.echo(",".join(ncu_metrics(cc)))
+        return
+    for m in CATALOG_LIST:
+        bound = "categorical" if m.categorical else describe_bound(m.threshold, m.direction, m.unit)
+        flag = "default" if m.default else "opt-in"
+        click.echo(f"{m.name:<28} {m.noise.value:<6} {flag:<8} {bound:<24} {m.title}")
+        click.echo(f"{'':<28} from: {' | '.join(f.text for f in m.formulas)}")
+    cold = ", ".join(sorted(COLD_START_STALLS))
+    bound = describe_bound(STALL_THRESHOLD, m.direction, "%")
+    click.echo(
+        f"{STALL_PREFIX + '<reason>':<28} noisy  default  {bound:<24} "
+        f"Share of one stall reason ({cold}: +20 points)"
+    )

@@ -1,0 +1,112 @@
+"""Reader for `.ncu-rep` report files through NVIDIA's `ncu_report` module.
+
+The module ships in Nsight Compute's extras/python and as the PyPI wheel `ncu-report`
+(`pip install 'perfgate[ncu-rep]'`). Values come typed, so there is no locale or unit-scaling
+question; units are normalised the same way as the CSV reader's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from perfgate.capture import Capture, Dim3, Launch, Value
+from perfgate.errors import CaptureError
+from perfgate.kernel_names import function_name
+from perfgate.units import normalise_unit
+
+MAGIC = b"NVR\x00"
+DEVICE_NAME = "device__attribute_display_name"
+
+
+def _load_module(path: str) -> Any:
+    try:
+        import ncu_report
+    except ImportError as exc:
+        raise CaptureError(
+            "reading .ncu-rep files needs NVIDIA's ncu_report module: "
+            "pip install 'perfgate[ncu-rep]' (or export the CSV: "
+            "ncu --import FILE.ncu-rep --csv --page raw > FILE.csv)",
+            path,
+        ) from exc
+    return ncu_report
+
+
+def _value(metric: Any) -> tuple[Value, str]:
+    if metric is None or not metric.has_value():
+        return None, ""
+    raw = metric.value()
+    unit = metric.unit() or ""
+    if isinstance(raw, str):
+        return raw, unit
+    base, factor = normalise_unit(unit)
+    return float(raw) * factor, base
+
+
+def _dim3(action: Any, prefix: str) -> Dim3 | None:
+    dims = []
+    for axis in "xyz":
+        metric = action.metric_by_name(f"{prefix}_{axis}")
+        if metric is None or not metric.has_value():
+            return None
+        dims.append(int(metric.value()))
+    return dims[0], dims[1], dims[2]
+
+
+def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capture:
+    module = _load_module(path)
+    try:
+        report = module.load_report(path)
+    except Exception as exc:  # the module raises plain Exceptions for unreadable reports
+        raise CaptureError(f"ncu_report cannot read this report: {exc}", path) from exc
+    launches: list[Launch] = []
+    columns: set[str] = set()
+    for r in range(report.num_ranges()):
+        rng = report.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            names = [str(n) for n in action.metric_names()]
+            columns.update(names)
+            metrics: dict[str, Value] = {}
+            units: dict[str, str] = {}
+            for name in names:
+                if wanted is None or wanted(name) or name == DEVICE_NAME:
+                    metrics[name], units[name] = _value(action.metric_by_name(name))
+            if wanted is not None:
+                # Rollups such as `.avg` exist on request even when metric_names() omits them.
+                for name in _requested_extra(wanted, names):
+                    metrics[name], units[name] = _value(action.metric_by_name(name))
+            major = action.metric_by_name("device__attribute_compute_capability_major")
+            minor = action.metric_by_name("device__attribute_compute_capability_minor")
+            cc = (
+                f"{int(major.value())}.{int(minor.value())}"
+                if major is not None and minor is not None
+                else None
+            )
+            name = str(action.name(module.IAction.NameBase_DEMANGLED))
+            device = metrics.get(DEVICE_NAME)
+            launches.append(
+                Launch(
+                    index=len(launches),
+                    name=name,
+                    function=function_name(name),
+                    block=_dim3(action, "launch__block_dim"),
+                    grid=_dim3(action, "launch__grid_dim"),
+                    metrics=metrics,
+                    units=units,
+                    device=device if isinstance(device, str) else None,
+                    cc=cc,
+                    source=path,
+                )
+            )
+    if not launches:
+        raise CaptureError("the report holds no kernel launches", path)
+    return Capture(paths=(path,), launches=tuple(launches), columns=frozenset(columns))
+
+
+def _requested_extra(wanted: Callable[[str], bool], present: list[str]) -> list[str]:
+    wanted_names = getattr(wanted, "names", None)
+    if not wanted_names:
+        return []
+    have = set(present)
+    return [n for n in wanted_names if n not in have]

@@ -1,0 +1,142 @@
+"""Recording a baseline from one or more captures of a known-good build."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate import __version__
+from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.capture import Capture, Launch
+from perfgate.catalog import default_metrics, lookup
+from perfgate.errors import UsageError
+from perfgate.measure import Measured, Unavailable, measure
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    kernel_patterns: tuple[str, ...] = ()  # regexes over the kernel name; none: every kernel
+    metrics: tuple[str, ...] = ()  # metric names; none: the catalog's default set
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    baseline: Baseline
+    skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
+
+
+def _group_launches(launches: Sequence[Launch]) -> list[list[Launch]]:
+    """One group per kernel name, split by launch configuration where one name has several."""
+    by_name: dict[str, list[Launch]] = {}
+    for launch in launches:
+        by_name.setdefault(launch.name, []).append(launch)
+    groups: list[list[Launch]] = []
+    for members in by_name.values():
+        configs: dict[tuple[object, object], list[Launch]] = {}
+        for launch in members:
+            configs.setdefault((launch.grid, launch.block), []).append(launch)
+        groups.extend(configs.values())
+    return groups
+
+
+def _identity(group: list[Launch], groups: list[list[Launch]]) -> tuple[str, KernelMatch]:
+    first = group[0]
+    same_function = [g for g in groups if g[0].function == first.function]
+    same_name = [g for g in same_function if g[0].name == first.name]
+    split_config = len(same_name) > 1
+    block = first.block if split_config else None
+    grid = first.grid if split_config else None
+    if len(same_function) == 1:
+        return first.function, KernelMatch(function=first.function)
+    key = f"{first.name}|{first.grid}|{first.block}" if split_config else first.name
+    digest = hashlib.sha256(key.encode()).hexdigest()[:6]
+    return f"{first.function}#{digest}", KernelMatch(name=first.name, block=block, grid=grid)
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def record(capture: Capture, settings: RecordSettings) -> RecordResult:
+    patterns = []
+    for pattern in settings.kernel_patterns:
+        try:
+            patterns.append(re.compile(pattern))
+        except re.error as exc:
+            raise UsageError(
+                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
+            ) from exc
+    launches = [
+        launch for launch in capture.launches
+        if not patterns or any(p.search(launch.name) for p in patterns)
+    ]  # fmt: skip
+    if not launches:
+        names = sorted({launch.function for launch in capture.launches})
+        raise UsageError(
+            f"no kernel in the capture matches --kernel {' / '.join(settings.kernel_patterns)}; "
+            f"the capture holds: {', '.join(names[:10])}"
+        )
+    for name in settings.metrics:
+        lookup(name)  # unknown names fail here, before any work
+    cc = next((launch.cc for launch in launches if launch.cc), None)
+    names = list(settings.metrics) or default_metrics(capture.columns, cc)
+    groups = _group_launches(launches)
+    kernels: list[KernelBaseline] = []
+    skipped: list[str] = []
+    recorded_any: dict[str, bool] = dict.fromkeys(names, False)
+    for group in groups:
+        kid, match = _identity(group, groups)
+        metrics: list[MetricBaseline] = []
+        for name in names:
+            result = measure(lookup(name), group, capture.columns)
+            if isinstance(result, Unavailable):
+                skipped.append(f"{kid}: {name}: {result.reason}")
+                continue
+            recorded_any[name] = True
+            metrics.append(_metric_baseline(result))
+        if metrics:
+            kernels.append(KernelBaseline(kid, match, tuple(metrics), group[0].name, len(group)))
+    missing = [n for n, ok in recorded_any.items() if not ok]
+    if settings.metrics and missing:
+        needed = sorted({raw for n in missing for raw in lookup(n).inputs(cc)})
+        raise UsageError(
+            f"the capture cannot give {', '.join(missing)} for any kernel; "
+            f"ncu needs: --metrics {','.join(needed)}"
+        )
+    if not kernels:
+        raise UsageError("no metric could be recorded for any kernel of the capture")
+    devices = capture.devices
+    provenance = {
+        "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "recorded_by": f"perfgate {__version__}",
+        "reason": settings.reason,
+        "gpu": {"name": devices[0] if len(devices) == 1 else None, "cc": cc},
+        "captures": [
+            {"file": Path(p).name, **({"sha256": h} if (h := _sha256(p)) else {}),
+             "launches": sum(1 for launch in capture.launches if launch.source == p)}
+            for p in capture.paths
+        ],
+    }  # fmt: skip
+    baseline = Baseline(kernels=tuple(kernels), provenance=provenance)
+    return RecordResult(baseline, tuple(skipped))
+
+
+def _metric_baseline(m: Measured) -> MetricBaseline:
+    return MetricBaseline(
+        name=m.metric,
+        value=m.value,
+        low=m.low,
+        high=m.high,
+        unit=m.unit,
+        source=m.source,
+        group=m.group,
+        shares=m.shares,
+    )

@@ -1,0 +1,64 @@
+"""The JSON Schemas in the repository's schemas/ folder (a copy ships inside the wheel)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+JsonPath = Sequence[str | int]
+
+
+@functools.cache
+def load_schema(name: str) -> dict[str, Any]:
+    packaged = resources.files("perfgate") / "schemas" / name
+    if packaged.is_file():
+        text = packaged.read_text(encoding="utf-8")
+    else:  # a source checkout or an editable install: the repository's own folder
+        text = (Path(__file__).resolve().parent.parent / "schemas" / name).read_text(
+            encoding="utf-8"
+        )
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def format_path(path: JsonPath) -> str:
+    """`$.kernels[0].metrics['stall.wait'].value` (check-jsonschema's notation)."""
+    out = "$"
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += f".{part}"
+        else:
+            out += "[" + json.dumps(part) + "]"
+    return out
+
+
+def schema_errors(
+    data: Any, schema_name: str, line_of: Callable[[JsonPath], int | None] | None = None
+) -> list[str]:
+    """Every schema violation as `$.path: message (line N)`, in document order."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    messages = []
+    for error in sorted(
+        validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]
+    ):
+        message = error.message
+        if error.validator in ("anyOf", "oneOf") and error.context:
+            if all(sub.validator == "required" for sub in error.context):
+                # anyOf of `required`s: say which properties would do.
+                names = [str(sub.validator_value[0]) for sub in error.context]
+                message = f"needs one of: {', '.join(dict.fromkeys(names))}"
+            else:
+                message = jsonschema.exceptions.best_match(error.context).message
+        path = list(error.absolute_path)
+        line = line_of(path) if line_of else None
+        suffix = f" (line {line})" if line else ""
+        messages.append(f"{format_path(path)}: {message}{suffix}")
+    return messages

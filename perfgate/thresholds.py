@@ -1,0 +1,192 @@
+"""Threshold semantics: when a change counts, in which direction, and for categorical values.
+
+A numeric change counts only when it exceeds BOTH the absolute and the relative bound, so a
+stall share moving from 0% to 0.27% (a huge relative change, a tiny absolute one) is not a
+regression, and neither is a 2 ns change of a 2 ms kernel. Exact counters default to zero
+bounds: any change in the worse direction is a regression.
+
+The change is measured from the edge of the range the baseline's own launches covered (their
+min and max), not from their median: a value the good build produced itself (a cold first
+launch's instruction-cache stalls, say) is never a regression. For exact metrics the range is
+a single value, so nothing is loosened there.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+# Values read from text carry float noise; a change below this share of the value is none.
+_EPSILON = 1e-9
+
+
+class Direction(enum.Enum):
+    HIGHER_IS_WORSE = "higher_is_worse"
+    LOWER_IS_WORSE = "lower_is_worse"
+    ANY_CHANGE = "any_change"
+
+
+class Noise(enum.Enum):
+    EXACT = "exact"  # identical across launches and runs of one binary: registers, sums
+    NOISY = "noisy"  # moves between runs: throughput %, duration, stall shares
+
+
+class Outcome(enum.Enum):
+    WITHIN = "within"
+    WORSE = "worse"
+    BETTER = "better"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """How far a numeric metric may move before the move counts."""
+
+    relative: float = 0.0  # fraction of |baseline|
+    absolute: float = 0.0  # in the metric's unit
+    direction: Direction | None = None  # None: the catalog's direction
+
+    def merged(self, override: ThresholdOverride | None) -> Threshold:
+        if override is None:
+            return self
+        return Threshold(
+            relative=self.relative if override.relative is None else override.relative,
+            absolute=self.absolute if override.absolute is None else override.absolute,
+            direction=self.direction if override.direction is None else override.direction,
+        )
+
+
+@dataclass(frozen=True)
+class ThresholdOverride:
+    """A partial threshold from a baseline file; unset fields keep the default."""
+
+    relative: float | None = None
+    absolute: float | None = None
+    direction: Direction | None = None
+
+
+@dataclass(frozen=True)
+class NumericVerdict:
+    outcome: Outcome
+    change: float
+    relative_change: float | None  # None when the baseline is 0
+    bound: str
+
+
+def describe_bound(threshold: Threshold, direction: Direction, unit: str) -> str:
+    sign = {
+        Direction.HIGHER_IS_WORSE: "+",
+        Direction.LOWER_IS_WORSE: "-",
+        Direction.ANY_CHANGE: "±",
+    }[direction]
+    if threshold.relative == 0 and threshold.absolute == 0:
+        return f"{sign}0 (exact)"
+    parts = []
+    if threshold.relative:
+        parts.append(f"{sign}{threshold.relative * 100:g}%")
+    if threshold.absolute:
+        # An absolute bound on a percentage is in percentage points, not percent.
+        suffix = " points" if unit == "%" else (f" {unit}" if unit else "")
+        parts.append(f"{sign}{threshold.absolute:g}{suffix}")
+    return " and ".join(parts)
+
+
+def judge_numeric(
+    baseline: float,
+    current: float,
+    threshold: Threshold,
+    direction: Direction,
+    unit: str = "",
+    low: float | None = None,
+    high: float | None = None,
+) -> NumericVerdict:
+    """Compare one value against its baseline under `threshold`.
+
+    `baseline` is the baseline's median; `low` and `high` the range its launches covered.
+    The reported change is from the median; the judgement is from the range's edge.
+    """
+    direction = threshold.direction or direction
+    low = baseline if low is None else min(low, baseline)
+    high = baseline if high is None else max(high, baseline)
+    change = current - baseline
+    relative = change / abs(baseline) if baseline else None
+    bound = describe_bound(threshold, direction, unit)
+    slack = _EPSILON * max(1.0, abs(baseline))
+    above, below = current - high, low - current  # how far outside the range, per side
+
+    def beyond(amount: float) -> bool:
+        return (
+            amount > threshold.absolute + slack
+            and amount > threshold.relative * abs(baseline) + slack
+        )
+
+    if math.isnan(current):
+        outcome = Outcome.WORSE
+    elif direction is Direction.ANY_CHANGE:
+        outcome = Outcome.WORSE if beyond(above) or beyond(below) else Outcome.WITHIN
+    else:
+        worse, better = (above, below) if direction is Direction.HIGHER_IS_WORSE else (below, above)
+        if beyond(worse):
+            outcome = Outcome.WORSE
+        elif beyond(better):
+            outcome = Outcome.BETTER
+        else:
+            outcome = Outcome.WITHIN
+    return NumericVerdict(outcome, change, relative, bound)
+
+
+@dataclass(frozen=True)
+class CategoricalCheck:
+    """Checks for a categorical metric (dominant stall, occupancy limiter)."""
+
+    stable: bool = True  # the value must not change from the baseline's
+    expect: tuple[str, ...] = ()  # if set, the value must be one of these
+    forbid: tuple[str, ...] = ()  # the value must not be one of these
+    margin: float = 0.0  # dominant stall: the new top must lead the old one by this many points
+
+    def merged(self, override: CategoricalOverride | None) -> CategoricalCheck:
+        if override is None:
+            return self
+        return CategoricalCheck(
+            stable=self.stable if override.stable is None else override.stable,
+            expect=self.expect if override.expect is None else override.expect,
+            forbid=self.forbid if override.forbid is None else override.forbid,
+            margin=self.margin if override.margin is None else override.margin,
+        )
+
+
+@dataclass(frozen=True)
+class CategoricalOverride:
+    stable: bool | None = None
+    expect: tuple[str, ...] | None = None
+    forbid: tuple[str, ...] | None = None
+    margin: float | None = None
+
+
+@dataclass(frozen=True)
+class CategoricalVerdict:
+    outcome: Outcome
+    reason: str
+
+
+def judge_categorical(
+    baseline: str | None,
+    current: str,
+    check: CategoricalCheck,
+    lead: float | None = None,
+) -> CategoricalVerdict:
+    """`lead`: for a changed dominant stall, how many points the new top leads the old one by
+    in the current capture (None when the metric has no scores)."""
+    if check.expect and current not in check.expect:
+        return CategoricalVerdict(Outcome.WORSE, f"expected one of {', '.join(check.expect)}")
+    if current in check.forbid:
+        return CategoricalVerdict(Outcome.WORSE, f"{current} is forbidden")
+    if check.stable and baseline is not None and current != baseline:
+        if lead is not None and lead <= check.margin:
+            return CategoricalVerdict(
+                Outcome.WITHIN,
+                f"{current} leads {baseline} by {lead:.1f} points, "
+                f"within the margin of {check.margin:g}",
+            )
+        return CategoricalVerdict(Outcome.WORSE, f"changed from {baseline}")
+    return CategoricalVerdict(Outcome.WITHIN, "")

@@ -1,0 +1,181 @@
+"""The gate on the real corpus: unchanged re-captures pass, regressed builds fail on the
+metric that describes their regression (tests/zoo/expectations.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfgate.baseline import dump_baseline, load_baseline
+from perfgate.capture import merge
+from perfgate.compare import State, check, exit_code, state_exit_code
+from perfgate.errors import ExitCode
+from perfgate.ingest import read_capture
+from perfgate.record import RecordSettings, record
+from tests.conftest import ROOT, data
+from tests.zoo.expectations import unmet
+
+BASELINES = ROOT / "baselines" / "h100"
+SETS = {
+    "zoo-short": [f"zoo-good-short-run{i}.csv" for i in (1, 2, 3)],
+    "zoo-full": [f"zoo-good-full-run{i}.csv.gz" for i in (1, 2, 3)],
+    "torch": [f"torch-short-run{i}.csv" for i in (1, 2, 3)],
+}
+
+
+def _regressed(result) -> dict[str, set[str]]:  # type: ignore[no-untyped-def]
+    out: dict[str, set[str]] = {}
+    for c in result.comparisons:
+        if c.state is State.REGRESSED:
+            out.setdefault(c.kernel, set()).add(c.metric)
+    return out
+
+
+def _problems(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [f"{c.kernel} {c.metric}: {c.state.value} {c.baseline} -> {c.current} ({c.bound}) {c.message}"
+            for c in result.comparisons if c.state not in (State.PASS, State.IMPROVED, State.NEW_KERNEL)]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(SETS))
+@pytest.mark.parametrize("held_out", [0, 1, 2])
+def test_unchanged_build_passes_in_a_separate_ncu_run(kind: str, held_out: int) -> None:
+    """Baseline from two runs, check the third: nothing the default thresholds call a change."""
+    caps = [read_capture(data(p)) for p in SETS[kind]]
+    baseline = record(
+        merge([c for i, c in enumerate(caps) if i != held_out]), RecordSettings()
+    ).baseline
+    result = check(baseline, caps[held_out])
+    assert result.exit_code is ExitCode.OK, "\n".join(_problems(result))
+    assert sum(1 for c in result.comparisons if c.state is State.PASS) > 250
+
+
+@pytest.mark.parametrize(
+    ("baseline", "capture"),
+    [("zoo.yaml", f"zoo-bad-short-run{i}.csv") for i in (1, 2, 3)]
+    + [("zoo-full.yaml", f"zoo-bad-full-run{i}.csv.gz") for i in (1, 2, 3)],
+)
+def test_regressed_build_fails_naming_the_metric(baseline: str, capture: str) -> None:
+    result = check(load_baseline(BASELINES / baseline), read_capture(data(capture)))
+    assert result.exit_code is ExitCode.GATE_FAILED
+    assert unmet(_regressed(result)) == []
+    # The kernels the regressed build did not touch stay quiet.
+    assert not {"init_random", "init_half"} & set(_regressed(result))
+
+
+def test_report_file_and_its_csv_export_give_the_same_verdicts() -> None:
+    pytest.importorskip("ncu_report")
+    baseline = load_baseline(BASELINES / "zoo.yaml")
+    a = check(baseline, read_capture(data("zoo-good-short.ncu-rep")))
+    b = check(baseline, read_capture(data("zoo-good-short-import.csv")))
+    assert a.exit_code is b.exit_code is ExitCode.OK
+    assert [(c.kernel, c.metric, c.state) for c in a.comparisons] == [
+        (c.kernel, c.metric, c.state) for c in b.comparisons
+    ]
+
+
+def test_counter_baseline_checks_a_set_full_capture() -> None:
+    # Stall shares recorded from the explicit list compare with --set full's family.
+    baseline = load_baseline(BASELINES / "zoo.yaml")
+    result = check(baseline, read_capture(data("zoo-good-full-run2.csv.gz")))
+    states = {(c.kernel, c.metric): c.state for c in result.comparisons}
+    assert states[("zoo_atomics", "dominant_stall")] is State.PASS
+    assert states[("zoo_atomics", "stall.long_scoreboard")] is State.PASS
+    assert states[("zoo_coalescing", "sectors_per_request_ld")] is State.PASS  # from sums there
+    assert (
+        states[("zoo_coalescing", "tensor_instructions")] is State.MISSING_METRIC
+    )  # not in the set
+    assert states[("init_random", "registers_per_thread")] is State.MISSING_KERNEL  # filtered by -k
+    assert result.exit_code is ExitCode.GATE_FAILED
+
+
+def test_a_check_that_finds_no_baselined_kernel_fails(tmp_path: Path) -> None:
+    torch_baseline = load_baseline(BASELINES / "torch.yaml")
+    result = check(torch_baseline, read_capture(data("zoo-good-short-run1.csv")))
+    assert {c.state for c in result.comparisons} == {State.MISSING_KERNEL, State.NEW_KERNEL}
+    assert result.exit_code is ExitCode.GATE_FAILED
+
+
+def test_a_capture_without_the_metrics_fails_as_missing_metric() -> None:
+    # ncu --set default on 2025.3 collects no metrics at all (NCU_FACTS): only launch__ columns.
+    baseline = load_baseline(BASELINES / "zoo.yaml")
+    result = check(baseline, read_capture(data("set-default.csv")))
+    states = {
+        (c.kernel, c.metric): c.state for c in result.comparisons if c.kernel == "zoo_coalescing"
+    }
+    assert states[("zoo_coalescing", "registers_per_thread")] is State.PASS
+    assert states[("zoo_coalescing", "duration")] is State.MISSING_METRIC
+    assert result.exit_code is ExitCode.GATE_FAILED
+
+
+def test_kernels_outside_the_baseline_are_reported_as_new(tmp_path: Path) -> None:
+    cap = read_capture(data("zoo-good-short-run1.csv"))
+    baseline = record(cap, RecordSettings(kernel_patterns=("^zoo_coalescing",))).baseline
+    assert [k.id for k in baseline.kernels] == ["zoo_coalescing"]
+    result = check(baseline, read_capture(data("zoo-good-short-run2.csv")))
+    new = {c.kernel for c in result.comparisons if c.state is State.NEW_KERNEL}
+    assert new == {"init_random", "init_half", "zoo_atomics", "zoo_registers", "zoo_bank_conflicts",
+                   "zoo_divergence", "zoo_local_memory", "zoo_tensor_cores", "zoo_shared_occupancy"}  # fmt: skip
+    assert result.exit_code is ExitCode.OK
+
+
+def _edited(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    doc = yaml.safe_load((BASELINES / "zoo.yaml").read_text())
+    edit(doc)
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_thresholds_in_the_baseline_file_override_the_catalog(tmp_path: Path) -> None:
+    def loosen(doc: dict) -> None:  # type: ignore[type-arg]
+        k = next(k for k in doc["kernels"] if k["id"] == "zoo_registers")
+        k["metrics"]["registers_per_thread"]["threshold"] = {"absolute": 16}
+        doc["thresholds"] = {"occupancy_limiter": {"stable": False}}
+
+    result = check(
+        load_baseline(_edited(tmp_path, loosen)), read_capture(data("zoo-bad-short-run1.csv"))
+    )
+    regressed = _regressed(result)
+    assert "registers_per_thread" not in regressed["zoo_registers"]
+    assert "occupancy_limiter" not in regressed["zoo_registers"]
+    assert "achieved_occupancy" in regressed["zoo_registers"]  # not overridden
+
+
+def test_forbidden_dominant_stall(tmp_path: Path) -> None:
+    def forbid(doc: dict) -> None:  # type: ignore[type-arg]
+        k = next(k for k in doc["kernels"] if k["id"] == "zoo_atomics")
+        k["metrics"]["dominant_stall"]["threshold"] = {
+            "stable": False,
+            "forbid": ["drain", "lg_throttle"],
+        }
+
+    baseline = load_baseline(_edited(tmp_path, forbid))
+    good = check(baseline, read_capture(data("zoo-good-short-run1.csv")))
+    bad = check(baseline, read_capture(data("zoo-bad-short-run1.csv")))
+    assert good.exit_code is ExitCode.OK
+    c = next(
+        c for c in bad.comparisons if c.kernel == "zoo_atomics" and c.metric == "dominant_stall"
+    )
+    assert c.state is State.REGRESSED and c.message == "drain is forbidden"
+
+
+def test_state_to_exit_code_mapping_is_total() -> None:
+    assert {s: state_exit_code(s) for s in State} == {
+        State.PASS: ExitCode.OK, State.IMPROVED: ExitCode.OK, State.NEW_KERNEL: ExitCode.OK,
+        State.REGRESSED: ExitCode.GATE_FAILED, State.MISSING_KERNEL: ExitCode.GATE_FAILED,
+        State.MISSING_METRIC: ExitCode.GATE_FAILED, State.ERROR: ExitCode.INPUT_ERROR,
+    }  # fmt: skip
+    assert exit_code([State.PASS, State.REGRESSED, State.ERROR]) is ExitCode.INPUT_ERROR
+    assert exit_code([State.IMPROVED, State.MISSING_METRIC]) is ExitCode.GATE_FAILED
+    assert exit_code([]) is ExitCode.OK
+
+
+def test_baseline_round_trip_keeps_the_verdicts(tmp_path: Path) -> None:
+    baseline = load_baseline(BASELINES / "zoo.yaml")
+    path = tmp_path / "again.yaml"
+    path.write_text(dump_baseline(baseline))
+    a = check(baseline, read_capture(data("zoo-bad-short-run3.csv")))
+    b = check(load_baseline(path), read_capture(data("zoo-bad-short-run3.csv")))
+    assert [c.state for c in a.comparisons] == [c.state for c in b.comparisons]

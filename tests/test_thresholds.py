@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from perfgate.thresholds import (
+    CategoricalCheck,
+    Direction,
+    Outcome,
+    Threshold,
+    ThresholdOverride,
+    judge_categorical,
+    judge_numeric,
+)
+
+HIGHER = Direction.HIGHER_IS_WORSE
+LOWER = Direction.LOWER_IS_WORSE
+
+
+def test_a_change_must_exceed_both_bounds() -> None:
+    stall = Threshold(relative=0.20, absolute=5.0)
+    assert (
+        judge_numeric(0.0, 0.27, stall, HIGHER).outcome is Outcome.WITHIN
+    )  # huge relative, tiny absolute
+    assert judge_numeric(60.0, 70.0, stall, HIGHER).outcome is Outcome.WITHIN  # +10 points, +16.7%
+    assert judge_numeric(40.0, 52.0, stall, HIGHER).outcome is Outcome.WORSE  # +12 points, +30%
+    duration = Threshold(0.15, 2000.0)
+    assert judge_numeric(2_000_000.0, 2_002_000.0, duration, HIGHER).outcome is Outcome.WITHIN
+
+
+def test_exact_metrics_fail_on_any_worse_change() -> None:
+    exact = Threshold(0.0, 0.0)
+    assert judge_numeric(32.0, 32.0, exact, HIGHER).outcome is Outcome.WITHIN
+    assert judge_numeric(32.0, 33.0, exact, HIGHER).outcome is Outcome.WORSE
+    assert judge_numeric(32.0, 31.0, exact, HIGHER).outcome is Outcome.BETTER
+    # Float noise from text is not a change.
+    assert judge_numeric(4.83984375, 4.83984375 + 1e-12, exact, HIGHER).outcome is Outcome.WITHIN
+
+
+def test_direction() -> None:
+    t = Threshold(0.10, 2.0)
+    assert judge_numeric(80.0, 60.0, t, LOWER).outcome is Outcome.WORSE
+    assert judge_numeric(60.0, 80.0, t, LOWER).outcome is Outcome.BETTER
+    assert judge_numeric(60.0, 80.0, t, Direction.ANY_CHANGE).outcome is Outcome.WORSE
+    assert judge_numeric(60.0, 40.0, t, Direction.ANY_CHANGE).outcome is Outcome.WORSE
+    assert judge_numeric(60.0, 61.0, t, Direction.ANY_CHANGE).outcome is Outcome.WITHIN
+    # A baseline may turn the catalog's direction around.
+    flipped = t.merged(ThresholdOverride(direction=Direction.HIGHER_IS_WORSE))
+    assert judge_numeric(60.0, 80.0, flipped, LOWER).outcome is Outcome.WORSE
+
+
+def test_bounds_start_at_the_edge_of_the_baselines_own_range() -> None:
+    t = Threshold(0.20, 5.0)
+    # Median 0.5 but one good launch showed 6.1 (a cold instruction cache): 6.1 is no regression.
+    assert judge_numeric(0.5, 6.1, t, HIGHER, low=0.4, high=6.1).outcome is Outcome.WITHIN
+    assert judge_numeric(0.5, 6.1, t, HIGHER).outcome is Outcome.WORSE
+    assert judge_numeric(0.5, 12.0, t, HIGHER, low=0.4, high=6.1).outcome is Outcome.WORSE
+    verdict = judge_numeric(10.0, 12.0, Threshold(), HIGHER, low=9.0, high=11.0)
+    assert verdict.change == 2.0 and verdict.relative_change == 0.2  # reported from the median
+
+
+def test_override_keeps_unset_fields() -> None:
+    merged = Threshold(0.1, 2.0).merged(ThresholdOverride(relative=0.5))
+    assert merged == Threshold(0.5, 2.0)
+
+
+def test_categorical_checks() -> None:
+    stable = CategoricalCheck(stable=True)
+    assert judge_categorical("warps", "warps", stable).outcome is Outcome.WITHIN
+    assert judge_categorical("warps", "registers", stable).outcome is Outcome.WORSE
+    assert (
+        judge_categorical("warps", "registers", CategoricalCheck(stable=False)).outcome
+        is Outcome.WITHIN
+    )
+    expect = CategoricalCheck(stable=False, expect=("long_scoreboard", "wait"))
+    assert judge_categorical(None, "drain", expect).outcome is Outcome.WORSE
+    assert judge_categorical(None, "wait", expect).outcome is Outcome.WITHIN
+    forbid = CategoricalCheck(stable=False, forbid=("lg_throttle",))
+    assert judge_categorical(None, "lg_throttle", forbid).outcome is Outcome.WORSE
+    margin = CategoricalCheck(stable=True, margin=5.0)
+    assert judge_categorical("wait", "long_scoreboard", margin, lead=2.0).outcome is Outcome.WITHIN
+    assert judge_categorical("wait", "long_scoreboard", margin, lead=30.0).outcome is Outcome.WORSE

@@ -1,0 +1,28 @@
+"""What each regressed zoo kernel must fail on. Each entry is a metric, or a tuple of metrics
+of which at least one must regress (captures differ in what they hold: the short list counts
+tensor instructions, --set full only has the tensor pipe's utilization)."""
+
+from __future__ import annotations
+
+EXPECTED_REGRESSIONS: dict[str, list[str | tuple[str, ...]]] = {
+    "zoo_coalescing": ["sectors_per_request_ld"],
+    "zoo_atomics": ["l2_atomic_requests", "dominant_stall", "stall.drain"],
+    "zoo_registers": ["registers_per_thread", "occupancy_limiter", "achieved_occupancy"],
+    "zoo_bank_conflicts": ["shared_bank_conflicts", "dominant_stall"],
+    "zoo_divergence": ["warp_execution_efficiency"],
+    "zoo_local_memory": ["local_memory_sectors"],
+    "zoo_tensor_cores": [("tensor_instructions", "tensor_pipe_utilization")],
+    "zoo_shared_occupancy": ["shared_memory_per_block", "occupancy_limiter", "achieved_occupancy"],
+}
+
+
+def unmet(regressed: dict[str, set[str]]) -> list[str]:
+    """The expectations a check result does not meet, as readable lines."""
+    problems = []
+    for kernel, wanted in EXPECTED_REGRESSIONS.items():
+        got = regressed.get(kernel, set())
+        for item in wanted:
+            options = item if isinstance(item, tuple) else (item,)
+            if not any(o in got for o in options):
+                problems.append(f"{kernel}: none of {options} regressed (regressed: {sorted(got)})")
+    return problems
