@@ -202,22 +202,29 @@ def validate_command(paths: tuple[str, ...]) -> None:
     "--ncu", is_flag=True, help="Print the raw metrics to pass to ncu --metrics, comma-separated."
 )
 @click.option(
+    "--markdown", "as_markdown", is_flag=True, help="Print the catalog as a markdown table."
+)
+@click.option(
     "--cc", default="9.0", show_default=True, help="Compute capability to resolve raw metrics for."
 )
 @_guard
-def metrics_command(ncu: bool, cc: str) -> None:
+def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     """List the metric catalog (or the ncu metric list it needs)."""
     from perfgate.catalog import (
         CATALOG_LIST,
         COLD_START_STALLS,
         STALL_PREFIX,
         STALL_THRESHOLD,
+        catalog_markdown,
         ncu_metrics,
     )
     from perfgate.thresholds import describe_bound
 
     if ncu:
         click.echo(",".join(ncu_metrics(cc)))
+        return
+    if as_markdown:
+        click.echo(catalog_markdown(), nl=False)
         return
     for m in CATALOG_LIST:
         bound = "categorical" if m.categorical else describe_bound(m.threshold, m.direction, m.unit)
