@@ -13,6 +13,17 @@ Value = float | str | None
 Dim3 = tuple[int, int, int]
 
 
+def cc_version(cc: str | None) -> tuple[int, int] | None:
+    """(9, 0) from ncu's "9.0"; None when unknown."""
+    if not cc:
+        return None
+    major, _, minor = cc.partition(".")
+    try:
+        return int(major), int(minor or 0)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Launch:
     """One profiled kernel launch (one row of ncu's raw page, one action of a report)."""

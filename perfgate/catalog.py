@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from perfgate.capture import Value
+from perfgate.capture import Value, cc_version
 from perfgate.errors import UsageError
 from perfgate.stalls import FAMILIES, ISSUING, REASONS, StallFamily, reasons_for
 from perfgate.thresholds import CategoricalCheck, Direction, Noise, Threshold
@@ -36,16 +36,6 @@ class Aggregate(enum.Enum):
     DOMINANT = "dominant"  # the largest median share of a stall family
 
 
-def _cc(cc: str | None) -> tuple[int, int] | None:
-    if not cc:
-        return None
-    major, _, minor = cc.partition(".")
-    try:
-        return int(major), int(minor or 0)
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True)
 class Formula:
     """How one launch's value is computed from its raw metrics."""
@@ -58,7 +48,7 @@ class Formula:
     for_cc: Callable[[tuple[int, int] | None], bool] = field(default=lambda cc: True)
 
     def available(self, columns: frozenset[str] | set[str], cc: str | None) -> bool:
-        if not self.for_cc(_cc(cc)):
+        if not self.for_cc(cc_version(cc)):
             return False
         if self.needs_all:
             return all(name in columns for name in self.inputs)
@@ -200,7 +190,7 @@ class MetricDef:
 
     def inputs(self, cc: str | None = None) -> tuple[str, ...]:
         """The raw metrics to ask ncu for: those of the first formula usable on `cc`."""
-        version = _cc(cc)
+        version = cc_version(cc)
         for formula in self.formulas:
             if formula.for_cc(version):
                 fam = next((f for f in FAMILIES if f.metric(REASONS[0]) in formula.inputs), None)

@@ -53,6 +53,18 @@ def _guard(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _captures_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--capture",
+        "-c",
+        "captures",
+        required=True,
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="perfgate")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -70,15 +82,7 @@ def main(debug: bool) -> None:
 @click.option(
     "--baseline", "-b", required=True, type=click.Path(dir_okay=False), help="Baseline YAML file."
 )
-@click.option(
-    "--capture",
-    "-c",
-    "captures",
-    required=True,
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.",
-)
+@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
 @click.option(
     "--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here."
 )
@@ -131,15 +135,7 @@ def baseline_group() -> None:
 
 
 @baseline_group.command("record")
-@click.option(
-    "--capture",
-    "-c",
-    "captures",
-    required=True,
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Capture of the known-good build; repeat for several ncu runs (recommended: 3).",
-)
+@_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
 @click.option(
     "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Baseline YAML to write."
 )

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.capture import cc_version
+
 REASONS: tuple[str, ...] = (
     "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss",
     "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
@@ -31,18 +33,8 @@ _UP_TO_CC9 = {"imc_miss"}
 _SAMPLING_ONLY = {"warpgroup_arrive"}
 
 
-def _cc_tuple(cc: str | None) -> tuple[int, int] | None:
-    if not cc:
-        return None
-    major, _, minor = cc.partition(".")
-    try:
-        return int(major), int(minor or 0)
-    except ValueError:
-        return None
-
-
 def reasons_for(cc: str | None, family: str) -> tuple[str, ...]:
-    version = _cc_tuple(cc)
+    version = cc_version(cc)
     out = []
     for r in REASONS:
         if r in _SAMPLING_ONLY and family != "pc_sampling":
