@@ -251,3 +251,34 @@ def test_broken_report_file(tmp_path: Path) -> None:
     path = _derived(tmp_path, "broken.ncu-rep", b"NVR\x00" + b"\x00" * 64)
     with pytest.raises(CaptureError):
         read_capture(path)
+
+
+def test_n_a_and_empty_values_are_absent_not_zero(tmp_path: Path) -> None:
+    # Synthetic, derived from a real capture: ncu writes n/a (or nothing) for values it could
+    # not collect. Here zoo_coalescing's duration is n/a in every launch, its registers empty.
+    header, _, _ = raw_rows("zoo-good-short-run1.csv")
+    dur, regs = header.index("gpu__time_duration.sum"), header.index("launch__registers_per_thread")
+    lines = data("zoo-good-short-run1.csv").read_text().splitlines(keepends=True)
+    out = []
+    for line in lines:
+        if line.startswith('"') and "zoo_coalescing(" in line:
+            fields = next(iter(__import__("csv").reader([line])))
+            fields[dur], fields[regs] = "n/a", ""
+            line = ",".join(f'"{f}"' for f in fields) + "\n"
+        out.append(line)
+    path = tmp_path / "na.csv"
+    path.write_text("".join(out))
+    launches = [la for la in read_capture(path).launches if la.function == "zoo_coalescing"]
+    assert len(launches) == 3
+    assert all(la.metrics["gpu__time_duration.sum"] is None for la in launches)
+    assert all(la.metrics["launch__registers_per_thread"] is None for la in launches)
+
+    from perfgate.baseline import load_baseline
+    from perfgate.compare import State, check
+    from tests.conftest import ROOT
+
+    result = check(load_baseline(ROOT / "baselines/h100/zoo.yaml"), read_capture(path))
+    states = {(c.kernel, c.metric): c for c in result.comparisons}
+    missing = states[("zoo_coalescing", "duration")]
+    assert missing.state is State.MISSING_METRIC and "n/a" in missing.message
+    assert states[("zoo_atomics", "duration")].state is State.PASS
