@@ -211,6 +211,7 @@ def _sectors_per_request(op: str) -> tuple[Formula, ...]:
 
 _TENSOR_OPS = ("hmma", "imma", "dmma")
 _TENSOR = "smsp__inst_executed_pipe_tensor_op_{op}.sum"
+_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.ratio"
 
 CATALOG_LIST: tuple[MetricDef, ...] = (
     MetricDef(
@@ -231,6 +232,12 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
                  "counters", needs_all=False),),
         aggregate=Aggregate.MODE, check=CategoricalCheck(stable=True),
         description="The resource that bounds blocks per SM (ties joined with '+').",
+    ),
+    MetricDef(
+        "theoretical_occupancy", "Theoretical occupancy", "%",
+        Direction.LOWER_IS_WORSE, Noise.EXACT,
+        (direct("sm__maximum_warps_per_active_cycle_pct"),), _EXACT,
+        description="The most warps per SM the launch configuration allows, of the SM's maximum.",
     ),
     MetricDef(
         "achieved_occupancy", "Achieved occupancy", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -372,6 +379,21 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         (total(["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
                 "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"]),),
         _EXACT, default=False,
+    ),
+    MetricDef(
+        "global_load_efficiency", "Global load efficiency", "%",
+        Direction.LOWER_IS_WORSE, Noise.EXACT,
+        (direct(_BYTES_PER_SECTOR.format(op="ld"), scale=100 / 32),),
+        Threshold(0.0, 0.1), default=False,
+        description="Bytes a global load uses of the 32-byte sectors it fetches: 100% is "
+        "coalesced whatever the access width.",
+    ),
+    MetricDef(
+        "global_store_efficiency", "Global store efficiency", "%",
+        Direction.LOWER_IS_WORSE, Noise.EXACT,
+        (direct(_BYTES_PER_SECTOR.format(op="st"), scale=100 / 32),),
+        Threshold(0.0, 0.1), default=False,
+        description="Bytes a global store uses of the 32-byte sectors it writes.",
     ),
 )  # fmt: skip
 

@@ -15,7 +15,8 @@ from perfgate.errors import ExitCode, PerfgateError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-FORMATS = ("text", "markdown", "junit")  # kept in step with perfgate.reports.REPORTERS by a test
+# Kept in step with perfgate.reports.REPORTERS by a test (the registry would import pandas here).
+FORMATS = ("text", "markdown", "junit", "json", "github")
 
 
 def _fail(lines: list[str], code: ExitCode) -> None:
@@ -80,18 +81,36 @@ def main(debug: bool) -> None:
 
 @main.command("check")
 @click.option(
-    "--baseline", "-b", required=True, type=click.Path(dir_okay=False), help="Baseline YAML file."
+    "--baseline",
+    "-b",
+    "baselines",
+    required=True,
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Baseline YAML file; repeat for several GPUs (each judges the captures from its GPU).",
 )
 @_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
 @click.option(
     "--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here."
 )
 @click.option(
-    "--markdown",
-    "markdown_path",
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False),
+    help="Write the markdown summary here (stall charts as SVG files beside it).",
+)  # fmt: skip
+@click.option(
+    "--json",
+    "json_path",
     type=click.Path(dir_okay=False),
-    help="Write the markdown summary here.",
+    help="Write the whole result as JSON here.",
 )
+@click.option(
+    "--pr-comment", "pr_comment_path", type=click.Path(dir_okay=False),
+    help="Write a pull-request comment (with a stable hidden marker, under 65,536 characters).",
+)  # fmt: skip
+@click.option(
+    "--github/--no-github", default=None,
+    help="GitHub Actions annotations and step summary (default: on when GITHUB_ACTIONS=true).",
+)  # fmt: skip
 @click.option(
     "--format",
     "fmt",
@@ -106,27 +125,69 @@ def main(debug: bool) -> None:
 @click.option("--verbose", "-v", is_flag=True, help="List passing comparisons too (text format).")
 @_guard
 def check_command(
-    baseline: str,
+    baselines: tuple[str, ...],
     captures: tuple[str, ...],
     junit_path: str | None,
     markdown_path: str | None,
+    json_path: str | None,
+    pr_comment_path: str | None,
+    github: bool | None,
     fmt: str,
     no_new_kernels: bool,
     verbose: bool,
 ) -> None:
-    """Check captures against a baseline; exit 1 when a counter regressed."""
-    from perfgate.fileio import write_text_atomic
-    from perfgate.gate import CheckRequest, run_check
+    """Check captures against baselines; exit 1 when a counter regressed."""
+    from perfgate.compare import Report
+    from perfgate.gate import CheckRequest, ReportOutputs, github_outputs, run_check, write_reports
     from perfgate.reports import REPORTERS, text
 
-    result = run_check(CheckRequest(baseline, captures, report_new_kernels=not no_new_kernels))
-    if junit_path:
-        write_text_atomic(junit_path, REPORTERS["junit"].render(result))
-    if markdown_path:
-        write_text_atomic(markdown_path, REPORTERS["markdown"].render(result))
-    output = text.render(result, verbose) if fmt == "text" else REPORTERS[fmt].render(result)
+    on_actions, summary_file = github_outputs()
+    use_github = on_actions if github is None else github
+    outputs = ReportOutputs(
+        junit=junit_path, markdown=markdown_path, json=json_path, pr_comment=pr_comment_path,
+        step_summary=summary_file if use_github else None,
+    )  # fmt: skip
+    try:
+        report = run_check(CheckRequest(baselines, captures, report_new_kernels=not no_new_kernels))
+    except PerfgateError as exc:
+        # CI reads the reports, not stderr: say what went wrong there too, then fail.
+        problem = Report(problems=tuple(exc.lines()))
+        write_reports(problem, outputs)
+        if use_github:
+            click.echo(REPORTERS["github"].render(problem), nl=False)
+        raise
+    write_reports(report, outputs)
+    if use_github:
+        click.echo(REPORTERS["github"].render(report), nl=False)
+    output = text.render(report, verbose) if fmt == "text" else REPORTERS[fmt].render(report)
     click.echo(output, nl=False)
-    sys.exit(int(result.exit_code))
+    sys.exit(int(report.exit_code))
+
+
+@main.command("explain")
+@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
+@click.option(
+    "--kernel",
+    "-k",
+    "kernels",
+    multiple=True,
+    help="Only kernels whose name matches this regex (repeatable).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "markdown", "json")),
+    default="text",
+    show_default=True,
+)
+@_guard
+def explain_command(captures: tuple[str, ...], kernels: tuple[str, ...], fmt: str) -> None:
+    """Diagnose the kernels of a capture, without a baseline: bottleneck and lever to try."""
+    from perfgate.gate import ExplainRequest, run_explain
+    from perfgate.reports import explain
+
+    result = run_explain(ExplainRequest(captures, kernels))
+    click.echo(explain.RENDERERS[fmt](result), nl=False)
 
 
 @main.group("baseline")

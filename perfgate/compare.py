@@ -4,13 +4,14 @@ exit code follows from the states alone (like asv compare)."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef
+from perfgate.diagnosis import Diagnosis, diagnose
 from perfgate.errors import ExitCode
 from perfgate.measure import Measured, Unavailable, measure
 from perfgate.thresholds import (
@@ -29,6 +30,7 @@ class State(enum.Enum):
     MISSING_KERNEL = "missing kernel"
     MISSING_METRIC = "missing metric"
     NEW_KERNEL = "new kernel"
+    SKIPPED = "skipped"
     ERROR = "error"
 
 
@@ -40,6 +42,7 @@ SEVERITY: tuple[State, ...] = (
     State.MISSING_METRIC,
     State.IMPROVED,
     State.NEW_KERNEL,
+    State.SKIPPED,
     State.PASS,
 )
 
@@ -50,7 +53,7 @@ def _never(value: NoReturn) -> NoReturn:
 
 def state_exit_code(state: State) -> ExitCode:
     """What one state means for the build. Exhaustive: mypy flags a state left out."""
-    if state is State.PASS or state is State.IMPROVED or state is State.NEW_KERNEL:
+    if state in (State.PASS, State.IMPROVED, State.NEW_KERNEL, State.SKIPPED):
         return ExitCode.OK
     if state is State.REGRESSED or state is State.MISSING_KERNEL or state is State.MISSING_METRIC:
         return ExitCode.GATE_FAILED
@@ -89,12 +92,16 @@ class Comparison:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One baseline (one GPU) checked against the captures."""
+
     baseline_path: str
     capture_paths: tuple[str, ...]
     comparisons: tuple[Comparison, ...]
     warnings: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     baseline_gpu: str | None = None
+    # What the current capture says about each kernel that regressed (kernel id -> diagnosis).
+    diagnoses: Mapping[str, Diagnosis] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -111,6 +118,31 @@ class CheckResult:
     def ordered(self) -> list[Comparison]:
         rank = {s: i for i, s in enumerate(SEVERITY)}
         return sorted(self.comparisons, key=lambda c: rank[c.state])
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one `perfgate check` found: a result per baseline, or the input problems
+    that stopped it before any comparison (then `results` is empty)."""
+
+    results: tuple[CheckResult, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.problems:
+            return ExitCode.INPUT_ERROR
+        return exit_code(c.state for r in self.results for c in r.comparisons)
+
+    @property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        return tuple(c for r in self.results for c in r.comparisons)
+
+    def counts(self) -> dict[State, int]:
+        out = dict.fromkeys(State, 0)
+        for c in self.comparisons:
+            out[c.state] += 1
+        return out
 
 
 @dataclass(frozen=True)
@@ -153,6 +185,8 @@ def _compare_metric(
         launches=len(launches),
     )
     measured = measure(defn, launches, capture.columns, metric.formula_group)
+    if isinstance(measured, Unavailable) and measured.architecture:
+        return replace(base, state=State.SKIPPED, message=measured.reason)
     if isinstance(measured, Unavailable):
         needed = ""
         if measured.needed:
@@ -241,6 +275,7 @@ def check(
 ) -> CheckResult:
     settings = settings or CheckSettings()
     comparisons: list[Comparison] = []
+    diagnoses: dict[str, Diagnosis] = {}
     matched: set[int] = set()
     for kernel in baseline.kernels:
         launches = [launch for launch in capture.launches if kernel.match.matches(launch)]
@@ -259,8 +294,13 @@ def check(
                     )
                 )
             continue
-        for metric in kernel.metrics:
-            comparisons.append(_compare_metric(kernel, metric, launches, capture, baseline))
+        compared = [
+            _compare_metric(kernel, metric, launches, capture, baseline)
+            for metric in kernel.metrics
+        ]
+        comparisons.extend(compared)
+        if any(c.state is State.REGRESSED for c in compared):
+            diagnoses[kernel.id] = diagnose(kernel.id, launches, capture.columns)
     if settings.report_new_kernels:
         comparisons.extend(
             _new_kernels([launch for launch in capture.launches if id(launch) not in matched])
@@ -284,4 +324,5 @@ def check(
         warnings=tuple(warnings),
         devices=devices,
         baseline_gpu=gpu,
+        diagnoses=diagnoses,
     )

@@ -1,20 +1,28 @@
-"""The gate's use cases on plain data: check a capture, record a baseline. The CLI builds the
-settings; this module never touches click."""
+"""The gate's use cases on plain data: check captures, explain them, record a baseline, and
+write the reports. The CLI builds the requests; this module never touches click."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from perfgate.baseline import dump_baseline, load_baseline
-from perfgate.compare import CheckResult, CheckSettings, check
+from perfgate.baseline import Baseline, dump_baseline, load_baseline
+from perfgate.capture import Capture
+from perfgate.compare import CheckSettings, Report, State, check
+from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
+from perfgate.errors import UsageError
 from perfgate.fileio import write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
+from perfgate.kernels import group_launches, identity
 from perfgate.record import RecordResult, RecordSettings, record
+from perfgate.reports import json_report, junit, markdown, svg
 
 
 @dataclass(frozen=True)
 class CheckRequest:
-    baseline: str
+    baselines: tuple[str, ...]
     captures: tuple[str, ...]
     report_new_kernels: bool = True
 
@@ -26,11 +34,52 @@ class RecordRequest:
     settings: RecordSettings
 
 
-def run_check(request: CheckRequest) -> CheckResult:
-    baseline = load_baseline(request.baseline)
-    # Read only the columns the baseline's metrics can use: a --set full capture has ~2,000.
-    capture = read_captures(request.captures, MetricSelection(baseline.raw_metrics()))
-    return check(baseline, capture, CheckSettings(report_new_kernels=request.report_new_kernels))
+@dataclass(frozen=True)
+class ExplainRequest:
+    captures: tuple[str, ...]
+    kernel_patterns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    capture_paths: tuple[str, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportOutputs:
+    """Where `perfgate check` writes its reports; None: not written."""
+
+    junit: str | None = None
+    markdown: str | None = None
+    json: str | None = None
+    pr_comment: str | None = None
+    step_summary: str | None = None  # GitHub's $GITHUB_STEP_SUMMARY, appended to
+
+
+def _for_baseline(baseline: Baseline, capture: Capture, several: bool) -> Capture:
+    """The launches a baseline judges: those from its GPU, when the captures say which GPU
+    they come from. With several baselines (a GPU matrix), a GPU without captures gets none."""
+    gpu = baseline.provenance.get("gpu")
+    name = gpu.get("name") if isinstance(gpu, dict) else None
+    if name and capture.devices:
+        mine = tuple(launch for launch in capture.launches if launch.device == name)
+        if mine or several:
+            return replace(capture, launches=mine)
+    return capture
+
+
+def run_check(request: CheckRequest) -> Report:
+    baselines = [load_baseline(path) for path in request.baselines]
+    # Read only the columns the baselines and the diagnosis can use: --set full has ~2,200.
+    wanted: set[str] = raw_inputs()
+    for baseline in baselines:
+        wanted |= baseline.raw_metrics()
+    capture = read_captures(request.captures, MetricSelection(wanted))
+    settings = CheckSettings(report_new_kernels=request.report_new_kernels)
+    several = len(baselines) > 1
+    return Report(tuple(check(b, _for_baseline(b, capture, several), settings) for b in baselines))
 
 
 def run_record(request: RecordRequest) -> RecordResult:
@@ -38,3 +87,82 @@ def run_record(request: RecordRequest) -> RecordResult:
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
     return result
+
+
+def run_explain(request: ExplainRequest) -> ExplainResult:
+    patterns = []
+    for pattern in request.kernel_patterns:
+        try:
+            patterns.append(re.compile(pattern))
+        except re.error as exc:
+            raise UsageError(
+                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
+            ) from exc
+    capture = read_captures(request.captures, MetricSelection(raw_inputs()))
+    launches = [
+        la for la in capture.launches if not patterns or any(p.search(la.name) for p in patterns)
+    ]
+    if not launches:
+        raise UsageError(
+            f"no kernel in the capture matches --kernel {' / '.join(request.kernel_patterns)}"
+        )
+    groups = group_launches(launches)
+    diagnoses = tuple(diagnose(identity(g, groups)[0], g, capture.columns) for g in groups)
+    return ExplainResult(capture.paths, diagnoses, capture.warnings)
+
+
+def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
+    """Write a stall chart beside the markdown file for every regressed kernel with stall
+    shares; return kernel id -> the file's name relative to the markdown."""
+    target = Path(markdown_path)
+    names: dict[str, str] = {}
+    for result in report.results:
+        for c in result.comparisons:
+            if c.metric != "dominant_stall" or not (c.baseline_shares or c.current_shares):
+                continue
+            if not any(
+                o.kernel == c.kernel and o.state is State.REGRESSED for o in result.comparisons
+            ):
+                continue
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", c.kernel)[:60]
+            name = f"{target.stem}.{len(names) + 1}.{safe}.svg"
+            chart = svg.stall_chart(
+                f"{c.kernel}: stall shares", c.baseline_shares, c.current_shares
+            )
+            write_text_atomic(target.with_name(name), chart)
+            names[c.kernel] = name
+    return names
+
+
+def write_reports(report: Report, outputs: ReportOutputs) -> None:
+    if outputs.junit:
+        write_text_atomic(outputs.junit, junit.render(report))
+    if outputs.json:
+        write_text_atomic(outputs.json, json_report.render(report))
+    if outputs.markdown:
+        pictures = markdown.Pictures(svg=_pictures(report, outputs.markdown))
+        write_text_atomic(outputs.markdown, markdown.render(report, pictures))
+    full = outputs.markdown or outputs.json or outputs.junit
+    if outputs.pr_comment:
+        text = markdown.render(
+            report,
+            budget=markdown.PR_COMMENT_BUDGET,
+            full_report=full,
+            marker=markdown.PR_COMMENT_MARKER,
+        )
+        write_text_atomic(outputs.pr_comment, text)
+    if outputs.step_summary:
+        text = markdown.render(report, budget=markdown.STEP_SUMMARY_BUDGET, full_report=full)
+        # GitHub owns this file and collects what each step appends to it.
+        try:
+            with Path(outputs.step_summary).open("a", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot append to the step summary: {exc.strerror or exc}", outputs.step_summary
+            ) from exc
+
+
+def github_outputs() -> tuple[bool, str | None]:
+    """Whether this runs under GitHub Actions, and its step-summary file."""
+    return os.environ.get("GITHUB_ACTIONS") == "true", os.environ.get("GITHUB_STEP_SUMMARY") or None

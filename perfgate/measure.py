@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfgate.capture import Launch
+from perfgate.capture import Launch, cc_version
 from perfgate.catalog import Aggregate, MetricDef
 from perfgate.stalls import GROUP_TITLES
 
@@ -30,6 +30,9 @@ class Unavailable:
     metric: str
     reason: str
     needed: tuple[str, ...] = ()
+    # True when no formula of the metric applies to the capture's architecture at all (no
+    # DRAM counters on CC 12.1, say): nothing is missing that a capture could have held.
+    architecture: bool = False
 
 
 def _unit(defn: MetricDef, launches: Sequence[Launch]) -> str:
@@ -60,6 +63,11 @@ def measure(
     cc = next((launch.cc for launch in launches if launch.cc), None)
     formula = defn.resolve(columns, cc, group)
     if formula is None:
+        version = cc_version(cc)
+        if version is not None and not any(f.for_cc(version) for f in defn.formulas):
+            return Unavailable(
+                defn.name, f"not measured on compute capability {cc}", architecture=True
+            )
         candidates = defn.formulas_for(group) or defn.formulas
         return Unavailable(
             defn.name, _missing_reason(defn, group), candidates[0].inputs if candidates else ()

@@ -5,15 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
-from perfgate.capture import Capture, Launch
+from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
+from perfgate.capture import Capture
 from perfgate.catalog import default_metrics, lookup
 from perfgate.errors import UsageError
+from perfgate.kernels import group_launches, identity
 from perfgate.measure import Measured, Unavailable, measure
 
 
@@ -28,34 +28,6 @@ class RecordSettings:
 class RecordResult:
     baseline: Baseline
     skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
-
-
-def _group_launches(launches: Sequence[Launch]) -> list[list[Launch]]:
-    """One group per kernel name, split by launch configuration where one name has several."""
-    by_name: dict[str, list[Launch]] = {}
-    for launch in launches:
-        by_name.setdefault(launch.name, []).append(launch)
-    groups: list[list[Launch]] = []
-    for members in by_name.values():
-        configs: dict[tuple[object, object], list[Launch]] = {}
-        for launch in members:
-            configs.setdefault((launch.grid, launch.block), []).append(launch)
-        groups.extend(configs.values())
-    return groups
-
-
-def _identity(group: list[Launch], groups: list[list[Launch]]) -> tuple[str, KernelMatch]:
-    first = group[0]
-    same_function = [g for g in groups if g[0].function == first.function]
-    same_name = [g for g in same_function if g[0].name == first.name]
-    split_config = len(same_name) > 1
-    block = first.block if split_config else None
-    grid = first.grid if split_config else None
-    if len(same_function) == 1:
-        return first.function, KernelMatch(function=first.function)
-    key = f"{first.name}|{first.grid}|{first.block}" if split_config else first.name
-    digest = hashlib.sha256(key.encode()).hexdigest()[:6]
-    return f"{first.function}#{digest}", KernelMatch(name=first.name, block=block, grid=grid)
 
 
 def _sha256(path: str) -> str | None:
@@ -88,12 +60,12 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
     names = list(settings.metrics) or default_metrics(capture.columns, cc)
-    groups = _group_launches(launches)
+    groups = group_launches(launches)
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
     recorded_any: dict[str, bool] = dict.fromkeys(names, False)
     for group in groups:
-        kid, match = _identity(group, groups)
+        kid, match = identity(group, groups)
         metrics: list[MetricBaseline] = []
         for name in names:
             result = measure(lookup(name), group, capture.columns)

@@ -164,6 +164,7 @@ def test_forbidden_dominant_stall(tmp_path: Path) -> None:
 def test_state_to_exit_code_mapping_is_total() -> None:
     assert {s: state_exit_code(s) for s in State} == {
         State.PASS: ExitCode.OK, State.IMPROVED: ExitCode.OK, State.NEW_KERNEL: ExitCode.OK,
+        State.SKIPPED: ExitCode.OK,
         State.REGRESSED: ExitCode.GATE_FAILED, State.MISSING_KERNEL: ExitCode.GATE_FAILED,
         State.MISSING_METRIC: ExitCode.GATE_FAILED, State.ERROR: ExitCode.INPUT_ERROR,
     }  # fmt: skip

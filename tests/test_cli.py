@@ -22,10 +22,19 @@ def perfgate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     )
 
 
+def _gated_metrics(path: str) -> int:
+    import yaml
+
+    return sum(len(k["metrics"]) for k in yaml.safe_load(Path(path).read_text())["kernels"])
+
+
 def test_pass_exits_0() -> None:
     proc = perfgate("check", "--baseline", ZOO, "--capture", str(data("zoo-good-short-run2.csv")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("perfgate check PASSED: 350 passed")
+    assert (
+        proc.stdout
+        == f"perfgate check PASSED: {_gated_metrics(ZOO)} passed (10 baselined kernels)\n"
+    )
 
 
 def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> None:
@@ -39,7 +48,7 @@ def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> Non
     )
     root = ET.parse(junit).getroot()
     cases = list(root.iter("testcase"))
-    assert len(cases) == 350
+    assert len(cases) == _gated_metrics(ZOO)
     failures = {
         (c.get("classname"), c.get("name")): c.find("failure")
         for c in cases
@@ -187,3 +196,122 @@ def test_internal_errors_exit_3_without_traceback(monkeypatch: pytest.MonkeyPatc
     assert (
         "internal error: RuntimeError: boom" in result.output and "Traceback" not in result.output
     )
+
+
+def test_json_and_pr_comment_files(tmp_path: Path) -> None:
+    import json
+
+    out, comment = tmp_path / "result.json", tmp_path / "comment.md"
+    proc = perfgate(
+        "check",
+        "-b",
+        ZOO,
+        "-c",
+        str(data("zoo-bad-short-run2.csv")),
+        "--json",
+        str(out),
+        "--pr-comment",
+        str(comment),
+    )
+    assert proc.returncode == 1
+    doc = json.loads(out.read_text())
+    assert doc["exit_code"] == 1 and doc["results"][0]["baseline"] == ZOO
+    assert comment.read_text().startswith("<!-- perfgate:pr-comment -->\n### ❌ perfgate: FAILED")
+
+
+def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> None:
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("earlier step\n")
+    env = {
+        **__import__("os").environ,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfgate", "check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv"))],
+        capture_output=True, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 10 and any(
+        line.startswith("::notice ") for line in proc.stdout.splitlines()
+    )
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### ❌ perfgate: FAILED")  # appended, not replaced
+    assert "```mermaid" in text  # GitHub draws it; a relative SVG would not resolve there
+    plain = perfgate("check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv")), "--no-github")
+    assert "::error" not in plain.stdout
+
+
+def test_input_problems_still_reach_the_reports(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    junit_path, json_path = tmp_path / "j.xml", tmp_path / "r.json"
+    proc = perfgate(
+        "check", "-b", ZOO, "-c", str(empty), "--junit", str(junit_path), "--json", str(json_path)
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"perfgate: error: {empty}: the file is empty"
+    error = ET.parse(junit_path).getroot().find(".//testcase/error")
+    assert error is not None and error.get("message") == f"{empty}: the file is empty"
+    assert __import__("json").loads(json_path.read_text())["status"] == "error"
+
+
+def test_several_baselines_each_judge_their_own_gpu(tmp_path: Path) -> None:
+    # A second GPU's baseline (the same file as if recorded on an H200) finds no capture of
+    # its GPU among the H100 captures: every one of its kernels is missing; the H100 one passes.
+    import yaml
+
+    doc = yaml.safe_load(Path(ZOO).read_text())
+    doc["provenance"]["gpu"]["name"] = "NVIDIA H200"
+    h200 = tmp_path / "h200.yaml"
+    h200.write_text(yaml.safe_dump(doc, sort_keys=False))
+    junit_path = tmp_path / "j.xml"
+    proc = perfgate(
+        "check",
+        "-b",
+        ZOO,
+        "-b",
+        str(h200),
+        "-c",
+        str(data("zoo-good-short-run1.csv")),
+        "--junit",
+        str(junit_path),
+    )
+    assert proc.returncode == 1
+    suites = list(ET.parse(junit_path).getroot().iter("testsuite"))
+    assert [int(s.get("failures", "-1")) for s in suites] == [0, _gated_metrics(ZOO)]
+    assert "2 baselines" in proc.stdout.splitlines()[0]
+
+
+def test_explain_diagnoses_a_capture_without_a_baseline() -> None:
+    proc = perfgate(
+        "explain", "-c", str(data("zoo-bad-short-run1.csv")), "--kernel", "zoo_atomics|zoo_bank"
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("perfgate explain: 2 kernels")
+    atomics = out[out.index("\nzoo_atomics") :]
+    assert "- Atomic contention: drain is the dominant stall" in atomics
+    assert "try: reduce hierarchically" in atomics
+    assert (
+        "l2_atomic_requests = 4,194,304 (lts__t_requests_srcunit_tex_op_red.sum + lts__t_requests_srcunit_tex_op_atom.sum)"
+        in atomics
+    )
+    assert "- Shared-memory bank conflicts" in out[out.index("\nzoo_bank_conflicts") :]
+    good = perfgate(
+        "explain", "-c", str(data("zoo-good-short-run1.csv")), "--kernel", "zoo_atomics"
+    )
+    assert (
+        "Atomic contention" not in good.stdout
+    )  # one atomic per warp is the cure, not the disease
+
+
+def test_explain_says_which_counters_it_lacks() -> None:
+    proc = perfgate("explain", "-c", str(data("set-default.csv")))
+    assert proc.returncode == 0
+    assert (
+        "(not evaluated: speed-of-light quadrant: needs sm__throughput.avg.pct_of_peak_sustained_elapsed"
+        in proc.stdout
+    )
+    assert "(not evaluated: dominant stall: needs" in proc.stdout

@@ -1,19 +1,19 @@
-"""Reporters: pure functions from a CheckResult to text, in one registry that feeds both the
-CLI's dispatch and its --format choices."""
+"""Reporters: pure functions from a Report to text, in one registry that feeds both the CLI's
+dispatch and its --format choices."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perfgate.compare import CheckResult
-from perfgate.reports import junit, markdown, text
+from perfgate.compare import Report
+from perfgate.reports import github, json_report, junit, markdown, text
 
 
 @dataclass(frozen=True)
 class Reporter:
     name: str
-    render: Callable[[CheckResult], str]
+    render: Callable[[Report], str]
     description: str
 
 
@@ -22,6 +22,14 @@ REPORTERS: dict[str, Reporter] = {
     for r in (
         Reporter("text", text.render, "a status line and one line per problem (the default)"),
         Reporter("markdown", markdown.render, "a summary table for people, regressions first"),
-        Reporter("junit", junit.render, "JUnit XML, one testcase per (kernel, metric)"),
+        Reporter(
+            "junit",
+            junit.render,
+            "JUnit XML, a testsuite per baseline, a testcase per (kernel, metric)",
+        ),
+        Reporter(
+            "json", json_report.render, "the whole result for machines (schemas/result.schema.json)"
+        ),
+        Reporter("github", github.render, "GitHub Actions ::error annotations, worst first"),
     )
 }

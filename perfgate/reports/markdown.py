@@ -1,13 +1,27 @@
-"""The markdown summary: a status line, then one table, regressions first.
+"""The markdown summary people read on a blocked pull request.
+
+A status line first; then one table (kernel, metric, baseline, current, change, bound,
+verdict), regressions first; then, per regressed kernel, a `<details>` block with the stall
+breakdown before and after (a table and a picture), the occupancy limiter, and a diagnosis with
+the lever to try; passing comparisons last, folded away.
 
 Kernel names are real C++ signatures (`void at::reduce_kernel<512, 1, at::ReduceOp<float,
-...>>(...)`): every character that markdown or HTML could take for syntax is written as an
-entity, so GitHub shows the name intact and no `|` breaks a table row.
+...>>(...)`): every character markdown or HTML could take for syntax is written as an entity,
+so GitHub shows the name intact and no `|` breaks a row.
+
+GitHub caps a job's step summary at 1 MiB and a comment at 65,536 characters. With a `budget`
+the report keeps the status line and the problems first and, when it would not fit, leaves the
+rest out with a pointer to the full report.
 """
 
 from __future__ import annotations
 
-from perfgate.compare import CheckResult, Comparison, State
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from perfgate.compare import CheckResult, Comparison, Report, State
+from perfgate.diagnosis import Diagnosis
+from perfgate.kernel_names import function_name
 from perfgate.reports.format import VERDICT, change, value
 from perfgate.reports.summary import status_line
 
@@ -18,14 +32,18 @@ ICON = {
     State.MISSING_KERNEL: "❌",
     State.MISSING_METRIC: "❌",
     State.NEW_KERNEL: "🆕",
+    State.SKIPPED: "⏭️",
     State.ERROR: "⚠️",
 }
-# ASCII punctuation markdown or HTML give meaning to; the rest of the text stays as it is.
+# ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
 _SPECIAL = set("&<>|*_`[]\\~#!{}$")
+PR_COMMENT_MARKER = "<!-- perfgate:pr-comment -->"
+STEP_SUMMARY_BUDGET = 1_000_000  # bytes; GitHub's limit is 1 MiB per step
+PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
 
 
 def cell(text: str) -> str:
-    """Text that renders literally inside a GFM table cell."""
+    """Text that renders literally inside a GFM table cell or inline HTML."""
     out = []
     for ch in text:
         if ch in _SPECIAL:
@@ -33,14 +51,26 @@ def cell(text: str) -> str:
         elif ch in "\r\n\t":
             out.append(" ")
         elif ord(ch) < 32 or ord(ch) == 127:
-            out.append("�")
+            out.append("\ufffd")
         else:
             out.append(ch)
     return "".join(out)
 
 
+_BREAK_AFTER = set("_,:")
+_LONG = 32
+
+
 def code(text: str) -> str:
-    return f"<code>{cell(text)}</code>"
+    """Inline code; a long name gets <wbr> break points after '_', ',' and ':' so that a
+    cuDNN kernel name does not stretch a table past the page (copied text is unchanged)."""
+    if len(text) <= _LONG:
+        return f"<code>{cell(text)}</code>"
+    return (
+        "<code>"
+        + "".join(cell(ch) + ("<wbr>" if ch in _BREAK_AFTER else "") for ch in text)
+        + "</code>"
+    )
 
 
 HEADER = (
@@ -51,7 +81,9 @@ HEADER = (
 
 def row(c: Comparison) -> str:
     kernel = code(c.kernel)
-    if c.kernel_name and c.kernel_name != c.kernel:
+    # The full signature only where the id does not already say which kernel it is (an id
+    # with a hash, say); the details block below the table always shows it.
+    if c.kernel_name and function_name(c.kernel_name) != c.kernel:
         kernel += f"<br><sub>{code(c.kernel_name)}</sub>"
     metric = code(c.metric) if c.metric else ""
     verdict = f"{ICON[c.state]} {VERDICT[c.state]}"
@@ -59,30 +91,221 @@ def row(c: Comparison) -> str:
         verdict += f"<br><sub>{cell(c.message)}</sub>"
     return (
         f"| {kernel} | {metric} | {cell(value(c.baseline, c.unit))} "
-        f"| {cell(value(c.current, c.unit))} "
-        f"| {cell(change(c))} | {cell(c.bound)} | {verdict} |\n"
+        f"| {cell(value(c.current, c.unit))} | {cell(change(c))} | {cell(c.bound)} | {verdict} |\n"
     )
 
 
-def render(result: CheckResult) -> str:
-    code_ok = result.exit_code == 0
-    head = status_line(result).replace("perfgate check ", "")
-    out = [f"### {'✅' if code_ok else '❌'} perfgate: {cell(head)}\n\n"]
-    captures = ", ".join(code(p) for p in result.capture_paths)
-    gpu = f" (recorded on {cell(result.baseline_gpu)})" if result.baseline_gpu else ""
-    out.append(f"Baseline {code(result.baseline_path)}{gpu}, capture {captures}.\n\n")
-    for warning in result.warnings:
-        out.append(f"> ⚠️ {cell(warning)}\n\n")
-    ordered = result.ordered()
-    attention = [c for c in ordered if c.state is not State.PASS]
-    passing = [c for c in ordered if c.state is State.PASS]
+@dataclass(frozen=True)
+class Pictures:
+    """How the stall breakdown is drawn: `svg` names the picture files written beside the
+    report (kernel id -> relative path); otherwise a mermaid chart, which GitHub draws."""
+
+    svg: Mapping[str, str] | None = None
+
+
+def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    reasons = sorted(
+        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
+    )[:6]
+    labels = ", ".join(f'"{r}"' for r in reasons)
+    now = ", ".join(f"{after.get(r, 0.0):.1f}" for r in reasons)
+    then = ", ".join(f"{before.get(r, 0.0):.1f}" for r in reasons)
+    # Mermaid titles are quoted strings: keep them to safe characters.
+    title = "".join(ch for ch in kernel if ch.isalnum() or ch in "_:.- ")[:60]
+    return (
+        "```mermaid\nxychart-beta\n"
+        f'    title "{title}: stall shares (bars: current, line: baseline)"\n'
+        f"    x-axis [{labels}]\n"
+        '    y-axis "share of stalls (%)" 0 --> 100\n'
+        f"    bar [{now}]\n    line [{then}]\n```\n"
+    )
+
+
+def _stall_section(kernel: str, comps: list[Comparison], pictures: Pictures) -> str:
+    dominant = next((c for c in comps if c.metric == "dominant_stall"), None)
+    if dominant is None or not (dominant.baseline_shares or dominant.current_shares):
+        return ""
+    before, after = dominant.baseline_shares or {}, dominant.current_shares or {}
+    reasons = sorted(
+        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
+    )
+    reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:8]
+    lines = [
+        f"**Stalls** (share of all stalls, without `selected`): dominant "
+        f"{cell(str(dominant.baseline))} → {cell(str(dominant.current))}\n\n",
+        "| Stall reason | Baseline | Current |\n|---|---|---|\n",
+    ]
+    lines += [
+        f"| {cell(r)} | {before.get(r, 0.0):.1f}% | {after.get(r, 0.0):.1f}% |\n" for r in reasons
+    ]
+    lines.append("\n")
+    if pictures.svg is not None and kernel in pictures.svg:
+        lines.append(
+            f"![stall shares of {cell(kernel)}, baseline and current]({pictures.svg[kernel]})\n\n"
+        )
+    elif pictures.svg is None:
+        lines.append(_mermaid(kernel, before, after) + "\n")
+    return "".join(lines)
+
+
+def _occupancy_line(comps: list[Comparison]) -> str:
+    by_metric = {c.metric: c for c in comps}
+    parts = []
+    for metric, label in (
+        ("occupancy_limiter", "limiter"),
+        ("theoretical_occupancy", "theoretical"),
+        ("achieved_occupancy", "achieved"),
+        ("registers_per_thread", "registers per thread"),
+    ):
+        c = by_metric.get(metric)
+        if c is not None and c.current is not None:
+            before, now = value(c.baseline, c.unit), value(c.current, c.unit)
+            parts.append(f"{label} {cell(before)}" + ("" if before == now else f" → {cell(now)}"))
+    return f"**Occupancy**: {'; '.join(parts)}\n\n" if parts else ""
+
+
+def _diagnosis_section(diagnosis: Diagnosis | None) -> str:
+    if diagnosis is None:
+        return ""
+    out = ["**Diagnosis** of the current capture"]
+    if diagnosis.quadrant:
+        out.append(f" (speed of light: {cell(diagnosis.quadrant)})")
+    out.append(":\n\n")
+    for f in diagnosis.findings:
+        cites = "; ".join(
+            f"{cell(e.metric)} = {cell(value(e.value, e.unit))} ({code(e.source)})"
+            for e in f.evidence
+        )
+        out.append(
+            f"- **{cell(f.title)}**: {cell(f.detail)}. *Try*: {cell(f.lever)}."
+            f"<br><sub>{cites}</sub>\n"
+        )
+    if not diagnosis.findings:
+        out.append("- no rule fired\n")
+    for rule in diagnosis.not_evaluated:
+        out.append(f"- <sub>not evaluated, {cell(rule)}</sub>\n")
+    return "".join(out) + "\n"
+
+
+def kernel_details(result: CheckResult, pictures: Pictures) -> list[str]:
+    """One `<details>` block per kernel with a regression."""
+    blocks = []
+    by_kernel: dict[str, list[Comparison]] = {}
+    for c in result.comparisons:
+        by_kernel.setdefault(c.kernel, []).append(c)
+    for kernel, comps in by_kernel.items():
+        regressed = [c for c in comps if c.state is State.REGRESSED]
+        if not regressed:
+            continue
+        diagnosis = result.diagnoses.get(kernel)
+        headline = f" — {cell(diagnosis.headline)}" if diagnosis and diagnosis.findings else ""
+        metrics = ", ".join(cell(str(c.metric)) for c in regressed[:4]) + (
+            ", …" if len(regressed) > 4 else ""
+        )
+        blocks.append(
+            f"<details><summary>❌ {code(kernel)}: {len(regressed)} regressed ({metrics})"
+            f"{headline}</summary>\n\n"
+            + f"{code(comps[0].kernel_name)}\n\n"
+            + _occupancy_line(comps)
+            + _stall_section(kernel, comps, pictures)
+            + _diagnosis_section(diagnosis)
+            + "</details>\n\n"
+        )
+    return blocks
+
+
+def _head(report: Report) -> str:
+    ok = report.exit_code == 0
+    out = [
+        f"### {'✅' if ok else '❌'} perfgate: "
+        f"{cell(status_line(report).removeprefix('perfgate check '))}\n\n"
+    ]
+    for problem in report.problems:
+        out.append(f"> ⚠️ {cell(problem)}\n\n")
+    for result in report.results:
+        captures = ", ".join(code(p) for p in result.capture_paths)
+        gpu = f" (recorded on {cell(result.baseline_gpu)})" if result.baseline_gpu else ""
+        out.append(f"Baseline {code(result.baseline_path)}{gpu}, capture {captures}.\n\n")
+        for warning in result.warnings:
+            out.append(f"> ⚠️ {cell(warning)}\n\n")
+    return "".join(out)
+
+
+def render(
+    report: Report,
+    pictures: Pictures | None = None,
+    budget: int | None = None,
+    full_report: str | None = None,
+    marker: str | None = None,
+) -> str:
+    """The summary; with `budget` (bytes of UTF-8) it stays under it, pointing to `full_report`."""
+    pictures = pictures or Pictures()
+    attention = [c for r in report.results for c in r.ordered() if c.state is not State.PASS]
+    passing = [c for r in report.results for c in r.ordered() if c.state is State.PASS]
+    details = [block for r in report.results for block in kernel_details(r, pictures)]
+    head = (marker + "\n" if marker else "") + _head(report)
+    sections: list[tuple[str, list[str], Callable[[int], str]]] = []
     if attention:
-        out.append(HEADER)
-        out.extend(row(c) for c in attention)
-        out.append("\n")
+        sections.append(
+            (
+                HEADER,
+                [row(c) for c in attention],
+                lambda n: f"| … | {n} more rows not shown | | | | | |\n",
+            )
+        )
+    if details:
+        sections.append(("", details, lambda n: f"*{n} more regressed kernels not shown.*\n\n"))
     if passing:
-        out.append(f"<details><summary>{len(passing)} passing comparisons</summary>\n\n")
-        out.append(HEADER)
-        out.extend(row(c) for c in passing)
-        out.append("\n</details>\n")
+        sections.append((
+            f"<details><summary>{len(passing)} passing comparisons</summary>\n\n" + HEADER,
+            [row(c) for c in passing],
+            lambda n: f"| … | {n} more passing rows not shown | | | | | |\n",
+        ))  # fmt: skip
+    return _fit(
+        head, sections, budget, full_report, closing={len(sections) - 1} if passing else set()
+    )
+
+
+def _fit(
+    head: str,
+    sections: list[tuple[str, list[str], Callable[[int], str]]],
+    budget: int | None,
+    full_report: str | None,
+    closing: set[int],
+) -> str:
+    """Head, then each section's rows in order, until the budget is spent."""
+    pointer = (
+        "\n*The report was cut to fit GitHub's size limit; "
+        f"the full report is {code(full_report)}.*\n"
+        if full_report
+        else "\n*The report was cut to fit GitHub's size limit.*\n"
+    )
+    reserve = len(pointer.encode()) + 512
+    out = [head]
+    used = len(head.encode())
+    cut = False
+    for index, (opening, rows, more) in enumerate(sections):
+        close = "\n</details>\n" if index in closing else "\n"
+        if budget is not None and used + len(opening.encode()) + reserve > budget:
+            cut = True
+            break
+        out.append(opening)
+        used += len(opening.encode())
+        shown = 0
+        for text in rows:
+            size = len(text.encode())
+            if budget is not None and used + size + reserve > budget:
+                cut = True
+                break
+            out.append(text)
+            used += size
+            shown += 1
+        if shown < len(rows):
+            out.append(more(len(rows) - shown))
+        out.append(close)
+        used += len(close.encode())
+        if cut:
+            break
+    if cut:
+        out.append(pointer)
     return "".join(out)

@@ -1,0 +1,65 @@
+"""`perfgate explain`: the diagnosis of each kernel of a capture, without a baseline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from perfgate import __version__
+from perfgate.gate import ExplainResult
+from perfgate.reports.format import value
+from perfgate.reports.json_report import diagnosis_dict
+from perfgate.reports.markdown import cell, code
+
+
+def render_text(result: ExplainResult) -> str:
+    lines = [
+        f"perfgate explain: {len(result.diagnoses)} kernels in {', '.join(result.capture_paths)}"
+    ]
+    lines += [f"warning: {w}" for w in result.warnings]
+    for d in result.diagnoses:
+        quadrant = f" [{d.quadrant}]" if d.quadrant else ""
+        lines.append(f"\n{d.kernel} ({d.launches} launches){quadrant}")
+        if d.name != d.kernel:
+            lines.append(f"  {d.name}")
+        for f in d.findings:
+            lines.append(f"  - {f.title}: {f.detail}")
+            lines.append(f"    try: {f.lever}")
+            cites = "; ".join(
+                f"{e.metric} = {value(e.value, e.unit)} ({e.source})" for e in f.evidence
+            )
+            lines.append(f"    from: {cites}")
+        if not d.findings:
+            lines.append("  - no rule fired")
+        lines += [f"  (not evaluated: {rule})" for rule in d.not_evaluated]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(result: ExplainResult) -> str:
+    out = [f"### perfgate explain: {len(result.diagnoses)} kernels\n\n"]
+    out.append("| Kernel | Speed of light | Top finding | Lever |\n|---|---|---|---|\n")
+    for d in result.diagnoses:
+        top = d.findings[0] if d.findings else None
+        out.append(
+            f"| {code(d.kernel)} | {cell(d.quadrant or '-')} "
+            f"| {cell(top.title + ': ' + top.detail) if top else '-'} "
+            f"| {cell(top.lever) if top else '-'} |\n"
+        )
+    return "".join(out)
+
+
+def render_json(result: ExplainResult) -> str:
+    doc = {
+        "perfgate_version": __version__,
+        "captures": list(result.capture_paths),
+        "warnings": list(result.warnings),
+        "diagnoses": [diagnosis_dict(d) for d in result.diagnoses],
+    }
+    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[ExplainResult], str]] = {
+    "text": render_text,
+    "markdown": render_markdown,
+    "json": render_json,
+}

@@ -1,0 +1,55 @@
+"""A stall breakdown as a picture: stall shares before and after, as grouped horizontal bars."""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+_BAR = 14
+_GAP = 8
+_LABEL = 170
+_WIDTH = 640
+_SCALE = _WIDTH - _LABEL - 60
+
+
+def stall_chart(
+    title: str, before: dict[str, float] | None, after: dict[str, float] | None, top: int = 8
+) -> str:
+    """An SVG document; `before`/`after` map a stall reason to its share (%) of all stalls."""
+    before, after = before or {}, after or {}
+    reasons = sorted(
+        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
+    )
+    reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:top]
+    row = 2 * _BAR + _GAP
+    height = 60 + row * len(reasons) + 20
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{_WIDTH}" height="{height}" fill="#ffffff"/>',
+        f'<text x="8" y="18" font-size="13" font-weight="bold">{escape(title)}</text>',
+        '<rect x="8" y="28" width="12" height="10" fill="#9e9e9e"/>'
+        '<text x="24" y="37">baseline</text>'
+        '<rect x="90" y="28" width="12" height="10" fill="#d73a49"/>'
+        '<text x="106" y="37">current</text>'
+        f'<text x="{_WIDTH - 8}" y="37" text-anchor="end" fill="#555">share of stalls (%)</text>',
+    ]
+    y = 50
+    for reason in reasons:
+        b, a = before.get(reason, 0.0), after.get(reason, 0.0)
+        out.append(
+            f'<text x="{_LABEL - 6}" y="{y + _BAR + 4}" text-anchor="end">{escape(reason)}</text>'
+        )
+        for i, (value, color) in enumerate(((b, "#9e9e9e"), (a, "#d73a49"))):
+            top_y = y + i * _BAR
+            width = max(value / 100 * _SCALE, 0.5)
+            out.append(
+                f'<rect x="{_LABEL}" y="{top_y}" width="{width:.1f}" height="{_BAR - 2}" '
+                f'fill="{color}"/>'
+            )
+            out.append(
+                f'<text x="{_LABEL + width + 4:.1f}" y="{top_y + _BAR - 3}" fill="#333">'
+                f"{value:.1f}</text>"
+            )
+        y += row
+    out.append("</svg>\n")
+    return "\n".join(out)
