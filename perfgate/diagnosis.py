@@ -274,9 +274,7 @@ def diagnose(kernel: str, launches: Sequence[Launch], columns: frozenset[str]) -
                 "use tensor cores: WMMA/wgmma, cuBLAS or CUTLASS with a tensor-core data type",
                 (_ev(tensor), _ev(m["instructions_executed"])), 80,  # type: ignore[arg-type]
             ))  # fmt: skip
-        elif (
-            share is None and util is not None and _num(util) is not None and (_num(util) or 0) < 1
-        ):
+        elif tensor_share is None and util is not None and (_num(util) or 0.0) < 1:
             findings.append(Finding(
                 "no-tensor-cores", "Matrix kernel without tensor-core work",
                 f"the tensor pipe is busy {_num(util):.2f}% of active cycles",
