@@ -231,6 +231,12 @@ def record_command(
     kernels_n = len(result.baseline.kernels)
     metrics_n = sum(len(k.metrics) for k in result.baseline.kernels)
     click.echo(f"wrote {output}: {kernels_n} kernels, {metrics_n} metrics")
+    if len(captures) == 1:
+        click.echo(
+            "note: recorded from one capture; captures of 3 separate ncu runs give a baseline "
+            "whose ranges cover the run-to-run noise (docs/noise.md)",
+            err=True,
+        )
     for line in result.skipped:
         if metrics:  # asked for by name: say where a metric could not be recorded
             click.echo(f"  skipped {line}", err=True)
@@ -292,5 +298,5 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     bound = describe_bound(STALL_THRESHOLD, m.direction, "%")
     click.echo(
         f"{STALL_PREFIX + '<reason>':<28} noisy  default  {bound:<24} "
-        f"Share of one stall reason ({cold}: +20 points)"
+        f"Share of one stall reason ({cold}: +25 points)"
     )

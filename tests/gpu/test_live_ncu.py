@@ -86,3 +86,16 @@ def test_live_capture_gates_the_zoo(zoo_binaries: dict[str, Path], tmp_path: Pat
         if case.find("failure") is not None:
             failed.setdefault(case.get("classname", ""), set()).add(case.get("name", ""))
     assert unmet(failed) == [], json.dumps({k: sorted(v) for k, v in failed.items()}, indent=1)
+
+
+def test_live_capture_is_explained(zoo_binaries: dict[str, Path], tmp_path: Path) -> None:
+    bad = _capture(zoo_binaries["bad"], tmp_path / "bad.csv")
+    proc = _perfgate("explain", "--capture", str(bad), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rules = {
+        d["kernel"]: {f["rule"] for f in d["findings"]}
+        for d in json.loads(proc.stdout)["diagnoses"]
+    }
+    assert "atomic-contention" in rules["zoo_atomics"]
+    assert "uncoalesced-loads" in rules["zoo_coalescing"]
+    assert "bank-conflicts" in rules["zoo_bank_conflicts"]
