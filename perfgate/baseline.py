@@ -136,6 +136,27 @@ def _line_finder(root: yaml.Node | None) -> Any:
     return line_of
 
 
+def _duplicate_keys(node: yaml.Node | None, path: list[str | int]) -> list[str]:
+    """YAML allows a key twice in a mapping and PyYAML keeps the last one silently: in a
+    hand-edited baseline that would hide a change, so it is refused."""
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
+            line = key.start_mark.line + 1
+            if k in seen:
+                problems.append(
+                    f"{format_path([*path, k])}: duplicate key (line {line}; also line {seen[k]})"
+                )
+            seen.setdefault(k, line)
+            problems += _duplicate_keys(value, [*path, k])
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            problems += _duplicate_keys(item, [*path, i])
+    return problems
+
+
 def _read_text(path: str) -> str:
     p = Path(path)
     try:
@@ -260,6 +281,11 @@ def load_baseline(path: str | Path) -> Baseline:
     name = str(path)
     text = _read_text(name)
     data, root = _parse_yaml(text, name)
+    if data is None:
+        raise _problem(name, "the file holds no YAML data (only comments or blank lines)")
+    duplicates = _duplicate_keys(root, [])
+    if duplicates:
+        raise _problem(name, duplicates[0], duplicates)
     line_of = _line_finder(root)
     if (
         isinstance(data, dict)

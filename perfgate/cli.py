@@ -61,7 +61,7 @@ def _captures_option(help_text: str) -> Callable[[F], F]:
         "captures",
         required=True,
         multiple=True,
-        type=click.Path(dir_okay=False),
+        type=click.Path(),
         help=help_text,
     )
 
@@ -86,25 +86,25 @@ def main(debug: bool) -> None:
     "baselines",
     required=True,
     multiple=True,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Baseline YAML file; repeat for several GPUs (each judges the captures from its GPU).",
 )
 @_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
 @click.option(
-    "--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here."
+    "--junit", "junit_path", type=click.Path(), help="Write JUnit XML here."
 )
 @click.option(
-    "--markdown", "markdown_path", type=click.Path(dir_okay=False),
+    "--markdown", "markdown_path", type=click.Path(),
     help="Write the markdown summary here (stall charts as SVG files beside it).",
 )  # fmt: skip
 @click.option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Write the whole result as JSON here.",
 )
 @click.option(
-    "--pr-comment", "pr_comment_path", type=click.Path(dir_okay=False),
+    "--pr-comment", "pr_comment_path", type=click.Path(),
     help="Write a pull-request comment (with a stable hidden marker, under 65,536 characters).",
 )  # fmt: skip
 @click.option(
@@ -152,9 +152,12 @@ def check_command(
     except PerfgateError as exc:
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))
-        write_reports(problem, outputs)
         if use_github:
             click.echo(REPORTERS["github"].render(problem), nl=False)
+        try:
+            write_reports(problem, outputs)
+        except PerfgateError as also:  # the report could not be written either: say both
+            _fail([*exc.lines(), *also.lines()], exc.exit_code)
         raise
     write_reports(report, outputs)
     if use_github:
@@ -198,7 +201,7 @@ def baseline_group() -> None:
 @baseline_group.command("record")
 @_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
 @click.option(
-    "--output", "-o", required=True, type=click.Path(dir_okay=False), help="Baseline YAML to write."
+    "--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write."
 )
 @click.option(
     "--kernel",
@@ -243,7 +246,7 @@ def record_command(
 
 
 @baseline_group.command("validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
 @_guard
 def validate_command(paths: tuple[str, ...]) -> None:
     """Check baseline files against the schema and the metric catalog."""

@@ -119,7 +119,7 @@ def decide_format(evidence: Evidence) -> NumberFormat | str:
         # European locale's thousands grouping; refuse rather than guess.
         return (
             "cannot tell whether '.' is a decimal point or a thousands separator; "
-            "capture again with LC_ALL=C (or --print-units base)"
+            "capture again under the C locale (LC_ALL=C ncu ...)"
         )
     return NumberFormat.POINT
 

@@ -1,0 +1,159 @@
+"""Writes the corpus of bad and odd inputs in this folder (tests/corpus/), derived from the
+real captures and baselines of the repository. Every derived capture is synthetic: it is a real
+ncu capture changed in the one way its name says, and is never presented as ncu output.
+
+    python tests/corpus/make_corpus.py
+
+tests/corpus/expectations.yaml says what perfgate must do with each file; tests/test_corpus.py
+runs them through the command line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DATA = ROOT / "tests" / "data" / "h100"
+CAPTURES = HERE / "captures"
+BASELINES = HERE / "baselines"
+
+
+def _rows(text: str) -> tuple[list[str], int]:
+    lines = text.splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    return lines, header
+
+
+def _eu(text: str) -> str:
+    """Numbers as a European locale writes them: '1.234,5'."""
+
+    def fix(m: re.Match[str]) -> str:
+        v = m.group(1)
+        if not re.fullmatch(r"-?[\d,]+(\.\d+)?", v) or not any(ch.isdigit() for ch in v):
+            return m.group(0)
+        return '"' + v.replace(",", "_").replace(".", ",").replace("_", ".") + '"'
+
+    return re.sub(r'"([^"]*)"', fix, text)
+
+
+def _drop_columns(text: str, prefix: str) -> str:
+    import csv
+    import io
+
+    lines, at = _rows(text)
+    rows = list(csv.reader(io.StringIO("".join(lines[at:]))))
+    keep = [i for i, name in enumerate(rows[0]) if not name.startswith(prefix)]
+    body = "".join(",".join(f'"{r[i]}"' for i in keep) + "\n" for r in rows)
+    return "".join(lines[:at]) + body
+
+
+def captures() -> dict[str, bytes | str]:
+    full = (DATA / "zoo-good-short-run2.csv").read_text()
+    lines, at = _rows(full)
+    # The first 11 launches hold every kernel of the zoo once; the corpus stays small.
+    good = "".join(lines[: at + 2 + 11])
+    lines, at = _rows(good)
+    rng = random.Random(7)
+    out: dict[str, bytes | str] = {
+        "empty.csv": "",
+        "whitespace-only.csv": "\n  \n\t\n",
+        "binary-junk.bin": bytes(rng.randrange(256) for _ in range(4096)),
+        "latin1-text.csv": "Kernel Name;Durée\n".encode("latin-1") + b"\xe9\xe8\n",
+        "not-a-capture.json": '{"kernels": [{"name": "zoo_coalescing", "duration": 13.6}]}\n',
+        "html-page.html": "<!doctype html><html><body><h1>Nsight Compute</h1></body></html>\n",
+        "semicolon-separated.csv": "".join(line.replace('","', '";"') for line in lines),
+        "cut-mid-row.csv": good[: len(good) - 700],
+        "cut-in-quotes.csv": good[: len(good) - 703],
+        "header-only.csv": "".join(lines[: at + 2]),
+        "crlf.csv": good.replace("\n", "\r\n"),
+        "bom.csv": "\ufeff" + good,
+        "eu-locale.csv": _eu(good),
+        "mixed-locale.csv": "".join(lines[: at + 3]) + _eu("".join(lines[at + 3 :])),
+        "eu-ambiguous.csv": _ambiguous(good),
+        "missing-gated-metric.csv": _drop_columns(good, "gpu__time_duration"),
+        "gzip-truncated.csv.gz": gzip.compress(good.encode(), mtime=0)[:5000],
+        "ncu-rep-garbage.ncu-rep": b"NVR\x00" + bytes(rng.randrange(256) for _ in range(512)),
+        # NCU_FACTS: the text ncu prints when the user may not read the counters, before or
+        # instead of any CSV; the program itself may still run and print.
+        "permission-error.txt": (
+            "==PROF== Connected to process 4242 (/work/build/zoo_good)\n"
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+            "Performance Counters on the target device 0. For instructions on enabling permissions "
+            "and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n"
+            "perfgate zoo (good build), 3 launches per kernel\n"
+            "==PROF== Disconnected from process 4242\n"
+        ),
+        "prof-lines-only.txt": "==PROF== Connected to process 1 (/bin/true)\n==PROF== Disconnected from process 1\n",
+    }
+    return out
+
+
+def _ambiguous(good: str) -> str:
+    """Only integer columns below a million, grouped with '.': '524.288' could be 524.288 or
+    524288, and no value settles which (a gated column: store sectors)."""
+    import csv
+    import io
+
+    lines, at = _rows(good)
+    rows = list(csv.reader(io.StringIO("".join(lines[at:]))))
+    header = rows[0]
+    wanted = ("launch__registers_per_thread", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+    keep = [i for i, name in enumerate(header) if "__" not in name or name in wanted]
+    body = ""
+    for r in rows:
+        cells = [r[i].replace(",", ".") if header[i] in wanted else r[i] for i in keep]
+        body += ",".join(f'"{c}"' for c in cells) + "\n"
+    return "".join(lines[:at]) + body
+
+
+def baselines() -> dict[str, str | bytes]:
+    minimal = (
+        "format_version: 1\nkernels:\n- id: zoo_coalescing\n  match: {function: zoo_coalescing}\n"
+        "  metrics:\n    registers_per_thread: {value: 16, min: 16, max: 16}\n"
+    )
+    bomb = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    bomb += [f"a{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(9))}]" for i in range(1, 12)]
+    return {
+        "empty.yaml": "",
+        "comments-only.yaml": "# nothing but a comment\n",
+        "syntax-error.yaml": "format_version: 1\nkernels: [\n  - id: a\n",
+        "tab-indented.yaml": "format_version: 1\nkernels:\n\t- id: a\n",
+        "wrong-types.yaml": minimal.replace(
+            "{value: 16, min: 16, max: 16}", "{value: [16], min: sixteen}"
+        ),
+        "python-object-tag.yaml": "format_version: 1\nkernels: !!python/object/apply:os.system ['touch /tmp/perfgate-corpus-pwned']\n",
+        "python-name-tag.yaml": "format_version: 1\nkernels: !!python/name:os.system\n",
+        "alias-bomb.yaml": "\n".join(bomb) + "\n",
+        "duplicate-key.yaml": minimal.replace(
+            "    registers_per_thread: {value: 16, min: 16, max: 16}\n",
+            "    registers_per_thread: {value: 16, min: 16, max: 16}\n    registers_per_thread: {value: 99}\n",
+        ),
+        "unknown-metric.yaml": minimal.replace("registers_per_thread:", "registers_per_thred:"),
+        "format-version-2.yaml": minimal.replace("format_version: 1", "format_version: 2"),
+        "bad-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: 'zoo_(coalescing'}"
+        ),
+        "binary.yaml": b"\x00\x01\x02\x03format_version",
+        "a-list.yaml": "- format_version: 1\n",
+        "json-form.json": '{"format_version": 1, "kernels": [{"id": "zoo_coalescing", "match": {"function": "zoo_coalescing"}, "metrics": {"registers_per_thread": {"value": 16}}}]}\n',
+        "no-kernels-key.yaml": "format_version: 1\n",
+    }
+
+
+def main() -> None:
+    for folder, files in ((CAPTURES, captures()), (BASELINES, baselines())):
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            path = folder / name
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_bytes(content.encode("utf-8"))
+
+
+if __name__ == "__main__":
+    main()

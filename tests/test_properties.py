@@ -1,0 +1,182 @@
+"""Property-based tests: whatever bytes arrive, the capture reader and the baseline loader
+either return a result or raise perfgate's own error with one line per problem. Nothing else
+escapes, and a number is never misread."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perfgate.baseline import load_baseline
+from perfgate.compare import check
+from perfgate.errors import PerfgateError
+from perfgate.ingest import read_capture
+from perfgate.units import NumberFormat, classify, decide_format, parse_number
+from tests.conftest import ROOT, data
+
+# PERFGATE_FUZZ_EXAMPLES=2000 for a longer hunt; CI runs the default.
+EXAMPLES = int(os.environ.get("PERFGATE_FUZZ_EXAMPLES", "120"))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+SLOW = settings(SETTINGS, max_examples=max(EXAMPLES // 3, 10))
+_REAL = data("zoo-good-short-run2.csv").read_text()
+_LINES = _REAL.splitlines(keepends=True)
+_AT = next(i for i, line in enumerate(_LINES) if "Kernel Name" in line)
+SMALL = "".join(_LINES[: _AT + 2 + 11])  # every kernel of the zoo once
+BASELINE = (ROOT / "baselines" / "h100" / "zoo.yaml").read_text()
+
+
+@contextmanager
+def _file(content: bytes | str, suffix: str = ".csv") -> Iterator[str]:
+    fd, name = tempfile.mkstemp(suffix=suffix)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content)
+    try:
+        yield name
+    finally:
+        Path(name).unlink()
+
+
+def _read_capture_or_error(content: bytes | str) -> None:
+    with _file(content) as path:
+        try:
+            capture = read_capture(path)
+        except PerfgateError as exc:
+            assert exc.lines() and all(line.strip() for line in exc.lines())
+            assert str(path) in str(exc)
+        else:
+            assert capture.launches
+
+
+@SETTINGS
+@given(st.binary(max_size=2048))
+def test_arbitrary_bytes_never_escape(blob: bytes) -> None:
+    _read_capture_or_error(blob)
+
+
+@SETTINGS
+@given(
+    st.text(
+        alphabet=st.sampled_from(list('",\n\r =PROFERRWANIG0123456789.,KernlNamID-ab')),
+        max_size=600,
+    )
+)
+def test_csv_shaped_noise_never_escapes(text: str) -> None:
+    _read_capture_or_error('"ID","Kernel Name","x__y.sum"\n' + text)
+
+
+def _mutate(draw: st.DrawFn) -> str:
+    lines = list(SMALL.splitlines(keepends=True))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["cut", "drop", "dup", "insert", "field", "swap"]))
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "cut":
+            text = "".join(lines)
+            lines = [text[: draw(st.integers(0, len(text)))]]
+        elif op == "drop" and len(lines) > 1:
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "insert":
+            lines.insert(i, draw(st.text(max_size=80)) + "\n")
+        elif op == "field":
+            fields = lines[i].split('","')
+            j = draw(st.integers(0, len(fields) - 1))
+            fields[j] = draw(st.text(max_size=20))
+            lines[i] = '","'.join(fields)
+        elif op == "swap":
+            lines[i] = (
+                lines[i].replace(",", ".") if draw(st.booleans()) else lines[i].replace(".", ",")
+            )
+    return "".join(lines)
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_real_captures_never_escape(d: st.DataObject) -> None:
+    _read_capture_or_error(d.draw(st.composite(_mutate)()))
+
+
+_NUMBER = st.one_of(
+    st.integers(-(10**12), 10**12).map(float),
+    st.floats(min_value=-1e9, max_value=1e9, allow_nan=False).map(lambda x: round(x, 2)),
+)
+
+
+@SETTINGS
+@given(st.lists(_NUMBER, min_size=1, max_size=30), st.sampled_from(list(NumberFormat)))
+def test_numbers_are_read_back_or_refused_never_misread(
+    values: list[float], fmt: NumberFormat
+) -> None:
+    """Write numbers as ncu writes them under either locale; reading them back gives the same
+    numbers or a refusal, never other numbers."""
+    texts = []
+    for v in values:
+        t = f"{v:,.2f}" if not v.is_integer() else f"{int(v):,}"
+        if fmt is NumberFormat.COMMA:
+            t = t.replace(",", "_").replace(".", ",").replace("_", ".")
+        texts.append(t)
+    evidence = classify(texts[0])
+    for t in texts[1:]:
+        evidence |= classify(t)
+    decided = decide_format(evidence)
+    if isinstance(decided, str):
+        return  # refused: the file would be rejected with this sentence
+    for v, t in zip(values, texts):
+        assert parse_number(t, decided) == v, (t, decided)
+
+
+def _replace_somewhere(draw: st.DrawFn, node: object, depth: int = 0) -> object:
+    junk = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=12),
+        st.lists(st.integers(), max_size=3),
+    )
+    if depth > 6 or not isinstance(node, (dict, list)) or not node or draw(st.integers(0, 3)) == 0:
+        return draw(junk)
+    if isinstance(node, dict):
+        key = draw(st.sampled_from(sorted(node, key=str)))
+        return {**node, key: _replace_somewhere(draw, node[key], depth + 1)}
+    i = draw(st.integers(0, len(node) - 1))
+    return [*node[:i], _replace_somewhere(draw, node[i], depth + 1), *node[i + 1 :]]
+
+
+@SLOW
+@given(st.data())
+def test_mutated_baselines_load_or_fail_with_json_paths(d: st.DataObject) -> None:
+    doc = yaml.safe_load(BASELINE)
+    mutated = doc
+    for _ in range(d.draw(st.integers(1, 3))):
+        mutated = _replace_somewhere(d.draw, mutated)
+    text = yaml.safe_dump(mutated, sort_keys=False)
+    with _file(text, ".yaml") as path:
+        try:
+            baseline = load_baseline(path)
+        except PerfgateError as exc:
+            assert all(line.startswith(f"{path}") for line in exc.lines())
+            return
+    # A baseline that loads must also check without an escape.
+    capture_path = data("zoo-good-short-run1.csv")
+    result = check(baseline, read_capture(capture_path))
+    assert result.comparisons
+
+
+@SETTINGS
+@given(st.text(max_size=400))
+def test_arbitrary_yaml_text_never_escapes(text: str) -> None:
+    with _file(text, ".yaml") as path:
+        try:
+            load_baseline(path)
+        except PerfgateError as exc:
+            assert exc.lines()
