@@ -23,6 +23,9 @@ from perfgate.schemas import JsonPath, format_path, schema_errors
 from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
 
 FORMAT_VERSION = 1
+# libyaml's safe loader where PyYAML was built with it (5x faster), the pure-Python one otherwise;
+# both construct plain data only.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SCHEMA = "baseline.schema.json"
 MAX_BYTES = 16 * 1024 * 1024
 
@@ -136,25 +139,37 @@ def _line_finder(root: yaml.Node | None) -> Any:
     return line_of
 
 
-def _duplicate_keys(node: yaml.Node | None, path: list[str | int]) -> list[str]:
-    """YAML allows a key twice in a mapping and PyYAML keeps the last one silently: in a
-    hand-edited baseline that would hide a change, so it is refused."""
+def _check_nodes(root: yaml.Node | None, path: str) -> list[str]:
+    """One walk over the composed document: an alias (a node reached twice) is refused at
+    once, so even a "billion laughs" bomb costs one pass over what is written; and a key
+    written twice in a mapping is reported (PyYAML keeps the last one silently, which in a
+    hand-edited baseline would hide a change). Iterative: deep nesting cannot exhaust the
+    stack."""
     problems: list[str] = []
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
-            line = key.start_mark.line + 1
-            if k in seen:
-                problems.append(
-                    f"{format_path([*path, k])}: duplicate key (line {line}; also line {seen[k]})"
-                )
-            seen.setdefault(k, line)
-            problems += _duplicate_keys(value, [*path, k])
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            problems += _duplicate_keys(item, [*path, i])
-    return problems
+    seen_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, list[str | int]]] = [(root, [])] if root is not None else []
+    while stack:
+        node, where = stack.pop()
+        if id(node) in seen_nodes:
+            line = node.start_mark.line + 1 if node.start_mark else "?"
+            raise _problem(
+                path, f"line {line}: YAML anchors and aliases are not allowed in a baseline"
+            )
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: dict[str, int] = {}
+            for key, value in node.value:
+                k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
+                line = key.start_mark.line + 1
+                if k in keys:
+                    also = f"line {line}; also line {keys[k]}"
+                    problems.append(f"{format_path([*where, k])}: duplicate key ({also})")
+                keys.setdefault(k, line)
+                stack.append((key, [*where, k]))
+                stack.append((value, [*where, k]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, [*where, i]) for i, item in enumerate(node.value))
+    return sorted(problems)
 
 
 def _read_text(path: str) -> str:
@@ -186,18 +201,44 @@ def _mark(exc: yaml.MarkedYAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
 
 
+MAX_NESTING = 64
+MAX_INDENT = 512
+
+
+def _check_nesting(text: str, path: str) -> None:
+    """Refuse nesting no baseline needs (a real one is 6 levels deep) before a parser sees it:
+    libyaml recurses in C and a document nested 100,000 levels deep crashes the process
+    (seen: segmentation fault), which no exception handler can catch. Brackets are counted
+    even inside strings, so the bound is conservative; kernel names nest a few levels."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}" and depth:
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise _problem(
+            path, f"YAML nested {deepest} levels deep; a baseline needs fewer than {MAX_NESTING}"
+        )
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    if indent > MAX_INDENT:
+        raise _problem(
+            path, f"a line is indented by {indent} spaces; a baseline needs fewer than {MAX_INDENT}"
+        )
+
+
 def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+    _check_nesting(text, path)
     try:
-        # Refuse anchors and aliases before anything is built from them.
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                where = f"line {event.start_mark.line + 1}: " if event.start_mark else ""
-                raise _problem(
-                    path, f"{where}YAML anchors and aliases are not allowed in a baseline"
-                )
-        loader = yaml.SafeLoader(text)
+        loader = _SAFE_LOADER(text)
         try:
             node = loader.get_single_node()
+            # Aliases and duplicate keys are refused before anything is built from the nodes.
+            duplicates = _check_nodes(node, path)
+            if duplicates:
+                raise _problem(path, duplicates[0], duplicates)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -283,9 +324,6 @@ def load_baseline(path: str | Path) -> Baseline:
     data, root = _parse_yaml(text, name)
     if data is None:
         raise _problem(name, "the file holds no YAML data (only comments or blank lines)")
-    duplicates = _duplicate_keys(root, [])
-    if duplicates:
-        raise _problem(name, duplicates[0], duplicates)
     line_of = _line_finder(root)
     if (
         isinstance(data, dict)
@@ -297,7 +335,10 @@ def load_baseline(path: str | Path) -> Baseline:
             f"format_version {data['format_version']!r} is not one this perfgate reads "
             f"(it reads {FORMAT_VERSION}); upgrade perfgate or re-record the baseline",
         )
-    problems = schema_errors(data, SCHEMA, line_of)
+    try:
+        problems = schema_errors(data, SCHEMA, line_of)
+    except RecursionError as exc:  # nesting within the bounds above still too deep to walk
+        raise _problem(name, "the document is nested too deeply to validate") from exc
     if problems:
         raise _problem(name, problems[0], problems)
     for metric, entry in (data.get("thresholds") or {}).items():

@@ -17,6 +17,7 @@ the baseline says otherwise.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -99,20 +100,35 @@ def total(names: Iterable[str], group: str = "counters", **kw: object) -> Formul
     return Formula(names, compute, " + ".join(names), group, **kw)  # type: ignore[arg-type]
 
 
+_SHARES_CACHE: dict[tuple[int, str], tuple[LaunchValues, Computed]] = {}
+_SHARES_CACHE_SIZE = 200_000
+
+
 def _stall_shares(
     family: StallFamily, cc_reasons: tuple[str, ...]
 ) -> Callable[[LaunchValues], Computed]:
     names = {r: family.metric(r) for r in cc_reasons}
 
     def compute(values: LaunchValues) -> Computed:
+        # Every stall.<reason> metric of a launch needs the same vector: compute it once. The
+        # cache holds the mapping itself, so an id() reused after garbage collection never
+        # returns another launch's vector.
+        key = (id(values), family.name)
+        hit = _SHARES_CACHE.get(key)
+        if hit is not None and hit[0] is values:
+            return hit[1]
         raw = {r: _num(values, n) for r, n in names.items() if n in values}
         counted = {r: v for r, v in raw.items() if v is not None}
-        if not counted:
-            return None
         stalled = sum(counted.values())
-        if stalled <= 0:
-            return None
-        return {r: v / stalled * 100.0 for r, v in counted.items()}
+        result = (
+            {r: v / stalled * 100.0 for r, v in counted.items()}
+            if counted and stalled > 0
+            else None
+        )
+        if len(_SHARES_CACHE) >= _SHARES_CACHE_SIZE:
+            _SHARES_CACHE.clear()
+        _SHARES_CACHE[key] = (values, result)
+        return result
 
     return compute
 
@@ -440,6 +456,7 @@ def is_raw_name(name: str) -> bool:
     return "__" in name
 
 
+@functools.lru_cache(maxsize=4096)
 def lookup(name: str) -> MetricDef:
     """The definition of a logical metric, a stall share `stall.<reason>`, or a raw metric."""
     if name in CATALOG:

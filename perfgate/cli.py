@@ -90,9 +90,7 @@ def main(debug: bool) -> None:
     help="Baseline YAML file; repeat for several GPUs (each judges the captures from its GPU).",
 )
 @_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
-@click.option(
-    "--junit", "junit_path", type=click.Path(), help="Write JUnit XML here."
-)
+@click.option("--junit", "junit_path", type=click.Path(), help="Write JUnit XML here.")
 @click.option(
     "--markdown", "markdown_path", type=click.Path(),
     help="Write the markdown summary here (stall charts as SVG files beside it).",
@@ -200,9 +198,7 @@ def baseline_group() -> None:
 
 @baseline_group.command("record")
 @_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
-@click.option(
-    "--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write."
-)
+@click.option("--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write.")
 @click.option(
     "--kernel",
     "-k",

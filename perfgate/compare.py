@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
-from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
+from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef
 from perfgate.diagnosis import Diagnosis, diagnose
@@ -270,6 +270,26 @@ def _new_kernels(unmatched: list[Launch]) -> list[Comparison]:
     ]
 
 
+class _LaunchIndex:
+    """Launches by function and by exact name, so that matching K baselined kernels against
+    N launches costs N + K lookups instead of N x K comparisons (docs/scale.md)."""
+
+    def __init__(self, launches: Sequence[Launch]) -> None:
+        self.all = launches
+        self.by_function: dict[str, list[Launch]] = {}
+        self.by_name: dict[str, list[Launch]] = {}
+        for launch in launches:
+            self.by_function.setdefault(launch.function, []).append(launch)
+            self.by_name.setdefault(launch.name, []).append(launch)
+
+    def candidates(self, match: KernelMatch) -> Sequence[Launch]:
+        if match.name is not None:
+            return self.by_name.get(match.name, [])
+        if match.function is not None:
+            return self.by_function.get(match.function, [])
+        return self.all  # a regular expression: every launch is a candidate
+
+
 def check(
     baseline: Baseline, capture: Capture, settings: CheckSettings | None = None
 ) -> CheckResult:
@@ -277,8 +297,9 @@ def check(
     comparisons: list[Comparison] = []
     diagnoses: dict[str, Diagnosis] = {}
     matched: set[int] = set()
+    index = _LaunchIndex(capture.launches)
     for kernel in baseline.kernels:
-        launches = [launch for launch in capture.launches if kernel.match.matches(launch)]
+        launches = [la for la in index.candidates(kernel.match) if kernel.match.matches(la)]
         matched.update(id(launch) for launch in launches)
         if not launches:
             for metric in kernel.metrics:

@@ -220,3 +220,16 @@ def test_regressions_are_caught_in_the_other_sessions_too() -> None:
         assert "instructions_executed" in regressed["zoo_tensor_cores"]
         regressed["zoo_tensor_cores"].add("tensor_instructions")
         assert unmet(regressed) == []
+
+
+def test_regex_matches_go_through_every_launch(tmp_path: Path) -> None:
+    # A regular expression has no index entry: every launch is a candidate.
+    def regex(doc: dict) -> None:  # type: ignore[type-arg]
+        doc["kernels"] = [k for k in doc["kernels"] if k["id"] == "zoo_atomics"]
+        doc["kernels"][0]["match"] = {"regex": r"^zoo_at\w+\(const float \*"}
+
+    result = check(
+        load_baseline(_edited(tmp_path, regex)), read_capture(data("zoo-good-short-run1.csv"))
+    )
+    assert {c.launches for c in result.comparisons if c.kernel == "zoo_atomics"} == {3}
+    assert result.exit_code is ExitCode.OK

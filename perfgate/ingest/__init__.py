@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from perfgate.capture import Capture, merge
 from perfgate.errors import CaptureError
@@ -25,17 +27,6 @@ class MetricSelection:
         return name in self.names
 
 
-def _decode(data: bytes, path: str) -> str:
-    if b"\x00" in data[:65536]:
-        raise CaptureError("binary data, not an ncu CSV capture or .ncu-rep report", path)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CaptureError(
-            f"not UTF-8 text (byte {exc.start}): not an ncu CSV capture", path
-        ) from exc
-
-
 def read_capture(path: str | Path, wanted: Callable[[str], bool] | None = None) -> Capture:
     """Read one capture file, choosing the reader by its content rather than its name."""
     name = str(path)
@@ -45,21 +36,23 @@ def read_capture(path: str | Path, wanted: Callable[[str], bool] | None = None) 
             raise CaptureError("is a directory, not a capture file", name)
         with p.open("rb") as fh:
             head = fh.read(4)
-            if head.startswith(NCU_REP_MAGIC):
-                return read_ncu_rep(name, wanted)
-            data = head + fh.read()
     except FileNotFoundError as exc:
         raise CaptureError("no such file", name) from exc
     except OSError as exc:
         raise CaptureError(f"cannot read: {exc.strerror or exc}", name) from exc
-    if data.startswith(GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise CaptureError(f"broken gzip data: {exc}", name) from exc
-    if not data.strip():
-        raise CaptureError("the file is empty", name)
-    return read_raw_csv(_decode(data, name), name, wanted)
+    if head.startswith(NCU_REP_MAGIC):
+        return read_ncu_rep(name, wanted)
+
+    def open_binary() -> BinaryIO:
+        if head.startswith(GZIP_MAGIC):
+            return gzip.open(p, "rb")  # type: ignore[return-value]
+        return p.open("rb")
+
+    try:
+        return read_raw_csv(open_binary, name, wanted)
+    except (OSError, EOFError, zlib.error) as exc:
+        # gzip reports a truncated or corrupt stream while it is being read.
+        raise CaptureError(f"broken gzip data or unreadable file: {exc}", name) from exc
 
 
 def read_captures(

@@ -9,10 +9,10 @@ row after the header; every field quoted; thousands separators.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, BinaryIO
 
 from perfgate.capture import Capture, Dim3, Launch, Value
 from perfgate.errors import CaptureError
@@ -62,30 +62,88 @@ def _parse_row(line: str) -> list[str]:
         return []
 
 
-def _find_header(text: str) -> tuple[int, list[str]] | None:
-    """Offset of the header line (the first CSV row holding "Kernel Name") and its fields."""
-    pos = 0
-    while True:
-        hit = text.find(KERNEL_NAME, pos)
-        if hit < 0:
-            return None
-        start = text.rfind("\n", 0, hit) + 1
-        end = text.find("\n", hit)
-        end = len(text) if end < 0 else end
-        fields = _parse_row(text[start:end].rstrip("\r"))
-        if KERNEL_NAME in fields:
-            return start, fields
-        pos = end
+Opener = Callable[[], BinaryIO]
+_BINARY_PROBE = 65536
+_KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
 
 
-def _data_end(text: str, start: int) -> int:
-    """Where the CSV block ends: at ncu's next log line, if any follows it."""
-    best = len(text)
-    for prefix in ncu_log.PREFIXES:
-        hit = text.find("\n" + prefix, start)
-        if 0 <= hit < best:
-            best = hit + 1
-    return best
+@dataclass
+class _Layout:
+    """Where the CSV block sits in the file, found in one streaming pass."""
+
+    header: list[str] | None = None
+    header_offset: int = 0
+    units: list[str] | None = None
+    rows: int = 0
+    last_row: str = ""
+    log_before: list[str] = field(default_factory=list)
+    log_after: list[str] = field(default_factory=list)
+    content: bool = False
+
+
+def _text(raw: bytes, path: str, first: bool) -> str:
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaptureError(
+            f"not UTF-8 text (byte {exc.start} of a line): not an ncu CSV capture", path
+        ) from exc
+
+
+def _is_log(text: str) -> bool:
+    """ncu's lines, and the numbered "Available Kernels:" list that follows a no-kernels
+    warning; the program's own output is not kept."""
+    stripped = text.strip()
+    numbered = stripped[:1].isdigit() and ". " in stripped[:8]
+    return stripped.startswith(ncu_log.PREFIXES) or stripped == "Available Kernels:" or numbered
+
+
+def _is_units_row(fields: list[str], header: list[str]) -> bool:
+    """The row after the header holds the units when its identity fields are empty."""
+    if len(fields) != len(header) or "ID" not in header:
+        return False
+    return fields[header.index("ID")] == "" and fields[header.index(KERNEL_NAME)] == ""
+
+
+def _scan(open_binary: Opener, path: str) -> _Layout:
+    """One pass over the file, a line at a time: the header (the first CSV row with a
+    "Kernel Name" column), the units row, how many launch rows follow before ncu's next log
+    line, and ncu's log lines around them. Nothing but those few lines is kept."""
+    layout = _Layout()
+    offset = 0
+    in_trailer = False
+    with open_binary() as fh:
+        if b"\x00" in fh.read(_BINARY_PROBE):
+            raise CaptureError("binary data, not an ncu CSV capture or .ncu-rep report", path)
+        fh.seek(0)
+        for number, raw in enumerate(fh):
+            size = len(raw)
+            if not layout.content and raw.strip():
+                layout.content = True
+            if layout.header is None:
+                text = _text(raw, path, first=number == 0)
+                if KERNEL_NAME in text:
+                    fields = _parse_row(text.rstrip("\r\n"))
+                    if KERNEL_NAME in fields:
+                        layout.header, layout.header_offset = fields, offset
+                if layout.header is None and _is_log(text) and len(layout.log_before) < _KEEP_LOG:
+                    layout.log_before.append(text)
+            elif in_trailer or raw.startswith(b"=="):
+                in_trailer = True
+                if len(layout.log_after) < _KEEP_LOG:
+                    layout.log_after.append(_text(raw, path, first=False))
+            elif raw.strip():
+                row = _text(raw, path, first=False)
+                if layout.units is None and layout.rows == 0:
+                    fields = _parse_row(row.rstrip("\r\n"))
+                    if _is_units_row(fields, layout.header):
+                        layout.units = fields
+                        offset += size
+                        continue
+                layout.rows += 1
+                layout.last_row = row
+            offset += size
+    return layout
 
 
 def _refuse_other_pages(header: list[str], path: str) -> None:
@@ -106,64 +164,68 @@ def _refuse_other_pages(header: list[str], path: str) -> None:
         raise CaptureError("the CSV header has no 'ID' column: not ncu's raw page", path)
 
 
-def read_raw_csv(text: str, path: str, wanted: Callable[[str], bool] | None = None) -> Capture:
-    """Parse the raw page held in `text` (already decoded); `path` names it in messages.
+def read_raw_csv(
+    open_binary: Opener, path: str, wanted: Callable[[str], bool] | None = None
+) -> Capture:
+    """Parse the raw page in the file `open_binary` opens (plain or gzip); `path` names it in
+    messages.
 
-    `wanted` selects the metric columns to keep; the others are never converted, so a check
-    against a `--set full` capture only pays for the columns its baseline needs.
+    The file is streamed: a first pass finds the CSV block, then pandas reads only the
+    columns `wanted` selects, straight from the file. Neither the text of the file nor the
+    columns a check does not need are held in memory, so a check against a `--set full`
+    capture of thousands of launches costs no more than reading it (docs/scale.md).
     """
     import pandas as pd
 
-    found = _find_header(text)
-    preamble_end = found[0] if found else len(text)
-    log = ncu_log.scan(text[:preamble_end].splitlines())
-    if found is None:
+    layout = _scan(open_binary, path)
+    log = ncu_log.scan(layout.log_before)
+    if layout.header is None:
         if log.errors:
             raise CaptureError(ncu_log.describe_error(log.errors[0]), path)
         if log.no_kernels:
             raise CaptureError(ncu_log.describe_no_kernels(log.available_kernels), path)
-        if not text.strip():
+        if not layout.content:
             raise CaptureError("the file is empty", path)
         raise CaptureError(
             "not an ncu raw-page CSV: no header row with a 'Kernel Name' column "
             "(capture with: ncu --csv --page raw ...)",
             path,
         )
-    header_at, header = found
+    header = layout.header
     _refuse_other_pages(header, path)
-    end = _data_end(text, header_at)
-    log_after = ncu_log.scan(text[end:].splitlines())
+    log_after = ncu_log.scan(layout.log_after)
     errors = log.errors + log_after.errors
     if errors:
         raise CaptureError(ncu_log.describe_error(errors[0]), path)
     if len(set(header)) != len(header):
         raise CaptureError("the CSV header repeats a column name", path)
+    if not layout.rows:
+        raise CaptureError("the CSV has a header but no kernel launches", path)
+    _check_complete(layout.last_row, header, path)
 
-    block = text[header_at:end]
-    _check_complete(block, header, path)
     nvtx_columns, metric_columns = split_columns(header)
     keep = [c for c in metric_columns if wanted is None or wanted(c) or c == DEVICE_NAME]
     identity = [c for c in header if c not in metric_columns]
     usecols = list(dict.fromkeys([*identity, *keep]))
-    # The row after the header holds the units when its identity fields are empty.
-    second = block.split("\n", 2)[1].rstrip("\r") if block.count("\n") >= 1 else ""
-    second_fields = _parse_row(second)
-    has_units = (
-        len(second_fields) == len(header)
-        and second_fields[header.index("ID")] == ""
-        and second_fields[header.index(KERNEL_NAME)] == ""
-    )
-    units = dict(zip(header, second_fields, strict=True)) if has_units else {}
+    units = dict(zip(header, layout.units, strict=True)) if layout.units else {}
     try:
-        frame = pd.read_csv(
-            io.StringIO(block),
-            dtype=str,
-            usecols=usecols,
-            na_filter=False,
-            skip_blank_lines=True,
-            skiprows=[1] if has_units else None,
-            engine="c",
-        )
+        with open_binary() as fh:
+            fh.seek(layout.header_offset)
+            frame = pd.read_csv(
+                fh,
+                encoding="utf-8-sig",
+                dtype=str,
+                usecols=usecols,
+                na_filter=False,
+                skip_blank_lines=True,
+                skiprows=[1] if layout.units else None,
+                nrows=layout.rows,
+                engine="c",
+            )
+    except UnicodeDecodeError as exc:
+        raise CaptureError(
+            "not UTF-8 text in the launch rows: not an ncu CSV capture", path
+        ) from exc
     except (pd.errors.ParserError, ValueError) as exc:
         raise CaptureError(f"the CSV cannot be parsed: {_first_line(exc)}", path) from exc
     if not len(frame):
@@ -172,17 +234,16 @@ def read_raw_csv(text: str, path: str, wanted: Callable[[str], bool] | None = No
     return _to_capture(frame, keep, units, header, nvtx_columns, warnings, path)
 
 
-def _check_complete(block: str, header: list[str], path: str) -> None:
+def _check_complete(last_row: str, header: list[str], path: str) -> None:
     """A file cut off mid-row still parses (pandas pads the row with empty fields), so the
     last row is counted by hand: it must have as many fields as the header."""
-    tail = block.rstrip("\r\n")
-    last_line = tail[tail.rfind("\n") + 1 :].rstrip("\r")
-    if last_line.count('"') % 2:
+    line = last_row.rstrip("\r\n")
+    if line.count('"') % 2:
         raise CaptureError(
             "the last launch row ends inside a quoted field: the file looks cut off", path
         )
-    fields = _parse_row(last_line)
-    if tail.count("\n") >= 1 and len(fields) != len(header):
+    fields = _parse_row(line)
+    if len(fields) != len(header):
         raise CaptureError(
             f"the last launch row has {len(fields)} fields, the header {len(header)}: "
             "the file looks cut off",
@@ -215,7 +276,8 @@ def _convert(values: pd.Series, unit: str, fmt: NumberFormat) -> tuple[list[Valu
             continue
         number = parse_number(text, fmt)
         table[raw] = text if number is None else number * factor
-    return [table[v] for v in values], base
+    # tolist() first: iterating an Arrow-backed Series element by element is 10x slower.
+    return [table[v] for v in values.tolist()], base
 
 
 def _to_capture(

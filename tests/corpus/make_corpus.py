@@ -141,6 +141,8 @@ def baselines() -> dict[str, str | bytes]:
         "a-list.yaml": "- format_version: 1\n",
         "json-form.json": '{"format_version": 1, "kernels": [{"id": "zoo_coalescing", "match": {"function": "zoo_coalescing"}, "metrics": {"registers_per_thread": {"value": 16}}}]}\n',
         "no-kernels-key.yaml": "format_version: 1\n",
+        # libyaml recursed in C on this one until the process died (segmentation fault).
+        "deeply-nested.yaml": "format_version: 1\nkernels: " + "[" * 100_000 + "]" * 100_000 + "\n",
     }
 
 

@@ -1,0 +1,234 @@
+"""What a check costs on captures of a whole model, against just reading the file.
+
+Side by side in one run, each measurement in a fresh Python process (median of --repeat):
+
+- `perfgate check` on a `--set full` raw CSV of N launches and K kernels, against a bare
+  `pandas.read_csv` of the same file (all columns, the preamble skipped): wall time and peak RSS;
+- `perfgate --help` start-up time, against `python -c pass` and `import pandas`;
+- `perfgate check` on a `.ncu-rep` report, against a bare `ncu_report.load_report` that reads
+  every metric of every launch (with --rep, on a machine with the ncu_report module).
+
+The CSVs are synthetic, derived from a real capture (tests/data/h100/zoo-good-full-run1.csv.gz,
+an H100 `--set full` capture): its launch rows repeated N times, renamed into K kernels. Every
+value in them is one ncu wrote; only their number and the kernel names change.
+
+    python benchmarks/scale.py                          # the table in docs/scale.md
+    python benchmarks/scale.py --launches 10000 --kernels 8 --repeat 5
+    python benchmarks/scale.py --rep big.ncu-rep --rep-baseline b.yaml --launches 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "data" / "h100" / "zoo-good-full-run1.csv.gz"
+
+_MEASURE = r"""
+import json, resource, sys, time
+t = time.perf_counter()
+kind, args = sys.argv[1], sys.argv[2:]
+if kind == "bare-csv":
+    import pandas as pd
+    rows = len(pd.read_csv(args[0], skiprows=int(args[1])))
+elif kind == "bare-rep":
+    import ncu_report
+    report = ncu_report.load_report(args[0])
+    rows = 0
+    for r in range(report.num_ranges()):
+        rng = report.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            for name in action.metric_names():
+                action.metric_by_name(name).value()
+            rows += 1
+else:
+    from perfgate.cli import main
+    sys.argv = ["perfgate", *args]
+    try:
+        main()
+    except SystemExit:
+        pass
+    rows = -1
+wall = time.perf_counter() - t
+print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), file=sys.stderr)
+"""
+
+
+def _run(kind: str, *args: str) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, kind, *args],
+        capture_output=True, text=True, cwd=ROOT, env=_env(),
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
+        raise SystemExit(f"measurement {kind} failed:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(lines[-1]))
+
+
+def _env() -> dict[str, str]:
+    """This checkout first on the path, whatever else the caller set (ncu_report's folder)."""
+    extra = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + extra if extra else "")}
+
+
+def _median(kind: str, repeat: int, *args: str) -> dict[str, float]:
+    runs = [_run(kind, *args) for _ in range(repeat)]
+    return {
+        "wall": statistics.median(r["wall"] for r in runs),
+        "rss_mb": statistics.median(r["rss_mb"] for r in runs),
+    }
+
+
+def _process_wall(cmd: list[str], repeat: int = 10) -> float:
+    """Wall time of a whole process, interpreter start-up included, as a user waits for it."""
+    env = _env()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _source() -> tuple[list[str], str, str, list[str]]:
+    lines = gzip.decompress(SOURCE.read_bytes()).decode().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    return lines[:at], lines[at], lines[at + 1], lines[at + 2 :]
+
+
+def make_capture(path: Path, launches: int, kernels: int) -> int:
+    """Write a synthetic capture; return how many lines come before its header."""
+    preamble, header, units, rows = _source()
+    with path.open("w") as fh:
+        fh.writelines(preamble)
+        fh.write(header)
+        fh.write(units)
+        for i in range(launches):
+            row = rows[i % len(rows)]
+            # Field 0 is the launch ID; the kernel name (field 4) gets the kernel's number.
+            fields = row.split('","')
+            fields[0] = f'"{i}'
+            if kernels > len(rows) // 2:
+                name = fields[4]
+                cut = name.index("(") if "(" in name else len(name)
+                fields[4] = f"{name[:cut]}_k{i % kernels}{name[cut:]}"
+            fh.write('","'.join(fields))
+    return len(preamble)
+
+
+def make_baseline(path: Path, kernels: int, workdir: Path) -> None:
+    """A baseline of every kernel, recorded from a small capture with the same names."""
+    small = workdir / f"small-{kernels}.csv"
+    make_capture(small, max(2 * kernels, 16), kernels)
+    subprocess.run(
+        [sys.executable, "-m", "perfgate", "baseline", "record", "-c", str(small), "-o", str(path)],
+        check=True, capture_output=True, cwd=ROOT, env=_env(),
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument(
+        "--launches", default="1000,10000,50000", help="comma-separated; 0 skips the CSV part"
+    )
+    ap.add_argument("--kernels", default="8", help="comma-separated kernel counts")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--workdir", type=Path, help="where the synthetic captures go (default: a temporary folder)"
+    )
+    ap.add_argument("--rep", type=Path, help="a .ncu-rep report to time too")
+    ap.add_argument("--rep-baseline", type=Path, help="the baseline to check the report against")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="perfgate-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {"python": sys.version.split()[0], "rows": []}
+    print(
+        "| launches | kernels | file | bare read_csv | perfgate check | time ratio | bare RSS | check RSS | RSS ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kernels in [int(k) for k in args.kernels.split(",")]:
+        baseline = work / f"baseline-{kernels}.yaml"
+        if any(int(n) for n in args.launches.split(",")):
+            make_baseline(baseline, kernels, work)
+        for launches in [int(n) for n in args.launches.split(",") if int(n)]:
+            capture = work / f"full-{launches}-{kernels}.csv"
+            skip = make_capture(capture, launches, kernels)
+            size = capture.stat().st_size / 1e6
+            bare = _median("bare-csv", args.repeat, str(capture), str(skip))
+            check = _median(
+                "check",
+                args.repeat,
+                "check",
+                "-b",
+                str(baseline),
+                "-c",
+                str(capture),
+                "--no-new-kernels",
+            )
+            row = {
+                "launches": launches,
+                "kernels": kernels,
+                "mb": size,
+                "bare": bare,
+                "check": check,
+            }
+            results["rows"].append(row)  # type: ignore[union-attr]
+            print(
+                f"| {launches:,} | {kernels:,} | {size:,.0f} MB | {bare['wall']:.2f} s | {check['wall']:.2f} s "
+                f"| {check['wall'] / bare['wall']:.2f} | {bare['rss_mb']:,.0f} MB | {check['rss_mb']:,.0f} MB "
+                f"| {check['rss_mb'] / bare['rss_mb']:.2f} |",
+                flush=True,
+            )
+            capture.unlink()
+    startup = {
+        "perfgate --help": _process_wall([sys.executable, "-m", "perfgate", "--help"]),
+        "python -c pass": _process_wall([sys.executable, "-c", "pass"]),
+        "python -c 'import pandas'": _process_wall([sys.executable, "-c", "import pandas"]),
+    }
+    results["startup"] = startup
+    print("\n| start-up: the whole process, median of 10 | seconds |\n|---|---|")
+    for name, value in startup.items():
+        print(f"| `{name}` | {value:.3f} |")
+    if args.rep:
+        bare = _median("bare-rep", args.repeat, str(args.rep))
+        check = _median(
+            "check",
+            args.repeat,
+            "check",
+            "-b",
+            str(args.rep_baseline),
+            "-c",
+            str(args.rep),
+            "--no-new-kernels",
+        )
+        results["rep"] = {
+            "file": str(args.rep),
+            "mb": args.rep.stat().st_size / 1e6,
+            "bare": bare,
+            "check": check,
+        }
+        print(
+            "\n| .ncu-rep | bare load + every metric | perfgate check | time ratio | bare RSS | check RSS |\n|---|---|---|---|---|---|"
+        )
+        print(
+            f"| {args.rep.name} ({args.rep.stat().st_size / 1e6:.1f} MB) | {bare['wall']:.2f} s | {check['wall']:.2f} s "
+            f"| {check['wall'] / bare['wall']:.2f} | {bare['rss_mb']:,.0f} MB | {check['rss_mb']:,.0f} MB |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
