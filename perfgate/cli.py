@@ -66,6 +66,15 @@ def _captures_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+_kernels_option = click.option(
+    "--kernel",
+    "-k",
+    "kernels",
+    multiple=True,
+    help="Only kernels whose name matches this regex (repeatable).",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="perfgate")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -167,13 +176,7 @@ def check_command(
 
 @main.command("explain")
 @_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
-@click.option(
-    "--kernel",
-    "-k",
-    "kernels",
-    multiple=True,
-    help="Only kernels whose name matches this regex (repeatable).",
-)
+@_kernels_option
 @click.option(
     "--format",
     "fmt",
@@ -199,13 +202,7 @@ def baseline_group() -> None:
 @baseline_group.command("record")
 @_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
 @click.option("--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write.")
-@click.option(
-    "--kernel",
-    "-k",
-    "kernels",
-    multiple=True,
-    help="Only kernels whose name matches this regex (repeatable).",
-)
+@_kernels_option
 @click.option(
     "--metric",
     "-m",

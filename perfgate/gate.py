@@ -15,7 +15,7 @@ from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
 from perfgate.errors import UsageError
 from perfgate.fileio import write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.kernels import group_launches, identity
+from perfgate.kernels import group_launches, identity, select
 from perfgate.record import RecordResult, RecordSettings, record
 from perfgate.reports import json_report, junit, markdown, svg
 
@@ -90,22 +90,8 @@ def run_record(request: RecordRequest) -> RecordResult:
 
 
 def run_explain(request: ExplainRequest) -> ExplainResult:
-    patterns = []
-    for pattern in request.kernel_patterns:
-        try:
-            patterns.append(re.compile(pattern))
-        except re.error as exc:
-            raise UsageError(
-                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
-            ) from exc
     capture = read_captures(request.captures, MetricSelection(raw_inputs()))
-    launches = [
-        la for la in capture.launches if not patterns or any(p.search(la.name) for p in patterns)
-    ]
-    if not launches:
-        raise UsageError(
-            f"no kernel in the capture matches --kernel {' / '.join(request.kernel_patterns)}"
-        )
+    launches = select(capture.launches, request.kernel_patterns)
     groups = group_launches(launches)
     diagnoses = tuple(diagnose(identity(g, groups)[0], g, capture.columns) for g in groups)
     return ExplainResult(capture.paths, diagnoses, capture.warnings)

@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 
 from perfgate.baseline import KernelMatch
 from perfgate.capture import Launch
+from perfgate.errors import UsageError
+
+
+def select(launches: Sequence[Launch], patterns: Sequence[str]) -> list[Launch]:
+    """The launches whose name matches one of the --kernel regular expressions (all when
+    none is given); an invalid expression, or one that matches nothing, is a usage error."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise UsageError(
+                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
+            ) from exc
+    chosen = [la for la in launches if not compiled or any(p.search(la.name) for p in compiled)]
+    if not chosen:
+        names = sorted({la.function for la in launches})
+        raise UsageError(
+            f"no kernel in the capture matches --kernel {' / '.join(patterns)}; "
+            f"the capture holds: {', '.join(names[:10])}"
+        )
+    return chosen
 
 
 def group_launches(launches: Sequence[Launch]) -> list[list[Launch]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture
 from perfgate.catalog import default_metrics, lookup
 from perfgate.errors import UsageError
-from perfgate.kernels import group_launches, identity
+from perfgate.kernels import group_launches, identity, select
 from perfgate.measure import Measured, Unavailable, measure
 
 
@@ -38,24 +37,7 @@ def _sha256(path: str) -> str | None:
 
 
 def record(capture: Capture, settings: RecordSettings) -> RecordResult:
-    patterns = []
-    for pattern in settings.kernel_patterns:
-        try:
-            patterns.append(re.compile(pattern))
-        except re.error as exc:
-            raise UsageError(
-                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
-            ) from exc
-    launches = [
-        launch for launch in capture.launches
-        if not patterns or any(p.search(launch.name) for p in patterns)
-    ]  # fmt: skip
-    if not launches:
-        names = sorted({launch.function for launch in capture.launches})
-        raise UsageError(
-            f"no kernel in the capture matches --kernel {' / '.join(settings.kernel_patterns)}; "
-            f"the capture holds: {', '.join(names[:10])}"
-        )
+    launches = select(capture.launches, settings.kernel_patterns)
     for name in settings.metrics:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
