@@ -54,10 +54,6 @@ class Capture:
     def devices(self) -> tuple[str, ...]:
         return tuple(sorted({launch.device for launch in self.launches if launch.device}))
 
-    @property
-    def compute_capabilities(self) -> tuple[str, ...]:
-        return tuple(sorted({launch.cc for launch in self.launches if launch.cc}))
-
 
 def merge(captures: list[Capture]) -> Capture:
     """Concatenate captures (several ncu runs of one workload) into one."""
