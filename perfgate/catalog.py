@@ -35,6 +35,10 @@ class Aggregate(enum.Enum):
     MEDIAN = "median"  # numeric: the median over the kernel's launches
     MODE = "mode"  # categorical: the most common value
     DOMINANT = "dominant"  # the largest median share of a stall family
+    # Launch accounting: per capture file (one captured run or range), then the median over
+    # the files: how many launches, and their summed value (total GPU time).
+    COUNT = "count"
+    SUM = "sum"
 
 
 @dataclass(frozen=True)
@@ -188,10 +192,17 @@ class MetricDef:
     check: CategoricalCheck | None = None  # categorical metrics only
     description: str = ""
     raw: bool = False  # a raw ncu metric gated as it is
+    # A rate (DRAM %, throughput %) divides work by time: its fall is no regression when the
+    # kernel got faster or when one of these work metrics fell with it.
+    rate_of: tuple[str, ...] = ()
 
     @property
     def categorical(self) -> bool:
-        return self.aggregate is not Aggregate.MEDIAN
+        return self.aggregate in (Aggregate.MODE, Aggregate.DOMINANT)
+
+    @property
+    def per_capture(self) -> bool:
+        return self.aggregate in (Aggregate.COUNT, Aggregate.SUM)
 
     def formulas_for(self, group: str | None = None) -> tuple[Formula, ...]:
         return tuple(f for f in self.formulas if group is None or f.group == group)
@@ -343,7 +354,7 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("dram__throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
             direct("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
         ),
-        Threshold(0.10, 2.0),
+        Threshold(0.10, 2.0), rate_of=("dram_bytes",),
         description="DRAM bandwidth used, of peak. A drop usually means the kernel got slower "
         "for the same bytes; more bytes show in dram_bytes.",
     ),
@@ -356,6 +367,19 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "duration", "Duration", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0),
         description="Kernel time under the profiler (clocks not locked: noisy).",
+    ),
+    MetricDef(
+        "launches", "Launches per capture", "launch", Direction.HIGHER_IS_WORSE, Noise.EXACT,
+        (Formula((), lambda values: 1.0, "launches of the kernel in each capture file",
+                 "counters"),),
+        _EXACT, aggregate=Aggregate.COUNT,
+        description="How often the kernel runs in one captured run: a redundant launch is a "
+        "regression, fewer launches an improvement.",
+    ),
+    MetricDef(
+        "total_time", "Total GPU time per capture", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0), aggregate=Aggregate.SUM,
+        description="The kernel's summed duration over its launches in one captured run.",
     ),
     MetricDef(
         "dominant_stall", "Dominant warp stall", "", Direction.ANY_CHANGE, Noise.NOISY,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.capture import Launch, cc_version
-from perfgate.catalog import Aggregate, MetricDef
+from perfgate.catalog import Aggregate, Formula, MetricDef
 from perfgate.stalls import GROUP_TITLES
 
 
@@ -72,6 +72,8 @@ def measure(
         return Unavailable(
             defn.name, _missing_reason(defn, group), candidates[0].inputs if candidates else ()
         )
+    if defn.per_capture:
+        return _per_capture(defn, formula, launches)
     values = [formula.compute(launch.metrics) for launch in launches]
     present = [v for v in values if v is not None]
     unit = _unit(defn, launches)
@@ -115,4 +117,26 @@ def measure(
         formula.text,
         formula.group,
         unit,
+    )
+
+
+def _per_capture(defn: MetricDef, formula: Formula, launches: Sequence[Launch]) -> Measured:
+    """Count or sum over each capture file's launches, then the median over the files: one
+    file is one captured run, so a kernel launched twice per run reads 2 whatever the number
+    of runs merged."""
+    per_file: dict[str, float] = {}
+    for launch in launches:
+        v = formula.compute(launch.metrics)
+        if isinstance(v, float):
+            per_file[launch.source] = per_file.get(launch.source, 0.0) + v
+    numbers = list(per_file.values()) or [0.0]
+    return Measured(
+        defn.name,
+        statistics.median(numbers),
+        min(numbers),
+        max(numbers),
+        len(launches),
+        formula.text,
+        formula.group,
+        defn.unit,
     )
