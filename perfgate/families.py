@@ -1,0 +1,47 @@
+"""Families of kernels by who wrote them: NVIDIA's libraries, compilers, frameworks.
+
+A library picks its kernel at run time (cuBLAS chooses an nvjet tile by shape, cuDNN a
+generated engine, SDPA a backend), so a kernel of a library replaced by another of the same
+library is a substitution inside one family, not a missing kernel plus a stranger. And the
+levers differ: a user cannot edit cuBLAS, they choose shapes, dtypes, layouts and flags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str  # "cuBLAS"
+    pattern: re.Pattern[str]
+    library: bool  # True: closed code the user controls only through its caller
+    task: str  # what its kernels do, for a substitution message: "GEMM", "attention"
+
+
+def _f(name: str, pattern: str, library: bool, task: str) -> Family:
+    return Family(name, re.compile(pattern), library, task)
+
+
+# Order matters: the first match wins (cuDNN's generated SDPA kernels say "flash" too).
+FAMILIES: tuple[Family, ...] = (
+    _f("cuDNN", r"^cudnn|cudnn_generated|\bcudnn::", True, "cuDNN engine"),
+    _f("FlashAttention", r"\bflash_(fwd|bwd)|pytorch_flash::|\bfmha|flash_attn", True,
+       "attention"),
+    _f("cuBLAS", r"^nvjet_|\bsm\d+_xmma_gemm|^(ampere|sm\d+|volta|turing)_.*gemm|cublas",
+       True, "GEMM"),
+    _f("CUTLASS", r"\bcutlass\b|cutlass::", True, "CUTLASS GEMM/conv"),
+    _f("NCCL", r"^ncclDevKernel|^ncclKernel|\bnccl", True, "collective"),
+    _f("Inductor", r"^triton_(poi|red|per|tem|for|mm|bmm)_", False, "generated Triton"),
+    _f("ATen", r"\bat::native::|\bat::(?!cuda::)[A-Za-z_]+<|\bat::\w+kernel", False,
+       "PyTorch operator"),
+)  # fmt: skip
+
+
+def family_of(name: str) -> Family | None:
+    """The family of a kernel name as ncu printed it, or None for user code."""
+    for family in FAMILIES:
+        if family.pattern.search(name):
+            return family
+    return None
