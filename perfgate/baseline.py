@@ -8,6 +8,7 @@ perfgate looks at it. Every problem is reported as `FILE::$.json.path: message (
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,10 @@ from perfgate.errors import BaselineError, UsageError
 from perfgate.schemas import JsonPath, format_path, schema_errors
 from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Format 1 matched by bare function name by default, which merges template instantiations;
+# it still loads (its `function` entries are an explicit choice now) with a warning.
+READABLE_VERSIONS = (1, 2)
 # libyaml's safe loader where PyYAML was built with it (5x faster), the pure-Python one otherwise;
 # both construct plain data only.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,6 +41,13 @@ class KernelMatch:
     regex: str | None = None
     block: Dim3 | None = None
     grid: Dim3 | None = None
+    nvtx: str | None = None  # the NVTX range path the launches ran in
+    work: int | None = None  # work class of one name and shape (kernels.WORK_GAP)
+
+    @property
+    def explicit(self) -> bool:
+        """Matched by a rule the user chose (function name, regex) rather than identity."""
+        return self.name is None
 
     def matches(self, launch: Launch) -> bool:
         if self.function is not None and launch.function != self.function:
@@ -51,7 +62,7 @@ class KernelMatch:
 
     def describe(self) -> str:
         parts = []
-        for key in ("function", "name", "regex", "block", "grid"):
+        for key in ("function", "name", "regex", "block", "grid", "nvtx", "work"):
             value = getattr(self, key)
             if value is not None:
                 parts.append(f"{key} {value!r}" if isinstance(value, str) else f"{key} {value}")
@@ -70,6 +81,9 @@ class MetricBaseline:
     shares: Mapping[str, float] | None = None
     threshold: ThresholdOverride | None = None
     check: CategoricalOverride | None = None
+    reasons: tuple[str, ...] | None = None  # stall metrics: the reason set the shares cover
+    family: str | None = None  # stall metrics: the stall family they were measured in
+    calibration: str | None = None  # how the bound was derived, for a reviewer
 
     @property
     def definition(self) -> MetricDef:
@@ -89,6 +103,15 @@ class KernelBaseline:
     metrics: tuple[MetricBaseline, ...]
     name: str | None = None
     launches: int | None = None
+    # Values of metrics recorded for the differential diagnosis, not gated.
+    info: Mapping[str, float | str] = field(default_factory=dict)
+    family: str | None = None
+
+    def value(self, metric: str) -> float | str | None:
+        for m in self.metrics:
+            if m.name == metric:
+                return m.value
+        return self.info.get(metric)
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,19 @@ class Baseline:
     thresholds: Mapping[str, ThresholdOverride] = field(default_factory=dict)
     checks: Mapping[str, CategoricalOverride] = field(default_factory=dict)
     path: str = ""
+    format_version: int = FORMAT_VERSION
+    by_nvtx: bool = False  # identity includes the NVTX range (identity: {nvtx: true})
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        if self.format_version == 1:
+            return (
+                f"{self.path}: a format-1 baseline matches kernels by bare function name, which "
+                "merges template instantiations and launch shapes; re-record it (perfgate "
+                "baseline record -c CAPTURE... -o FILE, with the captures of its known-good "
+                "build) to match kernels by identity (docs/identity.md)",
+            )
+        return ()
 
     def raw_metrics(self) -> set[str]:
         """Every raw ncu metric any formula of any baselined metric may read."""
@@ -310,6 +346,12 @@ def _check_metric(
             )
         if not defn.categorical and not defn.raw and not isinstance(value, (int, float)):
             add([*where, "value"], f"{name} needs a number, not {value!r}")
+    for key in ("value", "min", "max"):
+        number = entry.get(key)
+        if isinstance(number, float) and not math.isfinite(number):
+            add([*where, key], f"{number!r} is not a finite number; a baseline holds measured values")
+        elif isinstance(number, (int, float)) and not isinstance(number, bool) and number < 0:
+            add([*where, key], f"{number!r} is negative; counters are never negative")
     override = entry.get("threshold") or {}
     wrong = _NUMERIC_KEYS if defn.categorical else _CATEGORICAL_KEYS
     for key in wrong:
@@ -328,12 +370,13 @@ def load_baseline(path: str | Path) -> Baseline:
     if (
         isinstance(data, dict)
         and "format_version" in data
-        and data["format_version"] != FORMAT_VERSION
+        and data["format_version"] not in READABLE_VERSIONS
     ):
         raise _problem(
             name,
             f"format_version {data['format_version']!r} is not one this perfgate reads "
-            f"(it reads {FORMAT_VERSION}); upgrade perfgate or re-record the baseline",
+            f"(it reads {', '.join(map(str, READABLE_VERSIONS))}); upgrade perfgate or "
+            "re-record the baseline",
         )
     try:
         problems = schema_errors(data, SCHEMA, line_of)
@@ -375,6 +418,7 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
         for metric, entry in kernel["metrics"].items():
             threshold, check = _override(entry.get("threshold"))
             value = entry["value"]
+            reasons = entry.get("reasons")
             metrics.append(
                 MetricBaseline(
                     name=metric,
@@ -387,9 +431,16 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                     shares=entry.get("shares"),
                     threshold=threshold,
                     check=check,
+                    reasons=tuple(reasons) if reasons is not None else None,
+                    family=entry.get("family"),
+                    calibration=entry.get("calibration"),
                 )
             )
         m = kernel["match"]
+        info = {
+            k: float(v) if isinstance(v, (int, float)) else str(v)
+            for k, v in (kernel.get("info") or {}).items()
+        }
         kernels.append(
             KernelBaseline(
                 id=kernel["id"],
@@ -399,10 +450,14 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                     m.get("regex"),
                     _dim3(m.get("block")),
                     _dim3(m.get("grid")),
+                    m.get("nvtx"),
+                    m.get("work"),
                 ),
                 metrics=tuple(metrics),
-                name=kernel.get("name"),
+                name=kernel.get("name", m.get("name")),
                 launches=kernel.get("launches"),
+                info=info,
+                family=kernel.get("family"),
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}
@@ -411,21 +466,27 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
         threshold, check = _override(entry)
         if threshold is not None and check is not None:
             thresholds[metric], checks[metric] = threshold, check
+    identity = data.get("identity") or {}
     return Baseline(
         kernels=tuple(kernels),
         provenance=data.get("provenance") or {},
         thresholds=thresholds,
         checks=checks,
         path=path,
+        format_version=int(data.get("format_version", FORMAT_VERSION)),
+        by_nvtx=bool(identity.get("nvtx", False)),
     )
 
 
 # ----------------------------------------------------------------------------------- writing
 
 HEADER = """\
-# perfgate baseline (format 1): per-kernel counter values recorded from Nsight Compute captures.
-# Each metric holds the median over the kernel's launches (value) and their spread (min, max).
-# Thresholds come from the metric catalog (perfgate metrics); override one with
+# perfgate baseline (format 2): per-kernel counter values recorded from Nsight Compute captures.
+# A kernel is matched by its exact name and launch shape (docs/identity.md). Each metric holds
+# the median of the per-run medians (value), the range of the launches (min, max), and, when
+# recorded from 3 or more separate ncu runs, a bound calibrated from their spread (threshold,
+# with the rule that gave it under calibration). `info` values are not gated: the diagnosis
+# compares them. Thresholds default to the metric catalog (perfgate metrics); override with
 #   threshold: {relative: 0.1, absolute: 2}      # numeric: a change must exceed both
 #   threshold: {expect: [long_scoreboard]}       # categorical: stable, expect, forbid, margin
 # on a metric, or under `thresholds:` for every kernel of this file. See docs/baselines.md.
@@ -461,6 +522,8 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
     doc: dict[str, Any] = {"format_version": FORMAT_VERSION}
     if baseline.provenance:
         doc["provenance"] = dict(baseline.provenance)
+    if baseline.by_nvtx:
+        doc["identity"] = {"nvtx": True}
     overrides = {
         name: _override_document(baseline.thresholds.get(name), baseline.checks.get(name))
         for name in sorted(set(baseline.thresholds) | set(baseline.checks))
@@ -473,12 +536,17 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
         for key in ("function", "name", "regex"):
             if getattr(kernel.match, key) is not None:
                 match[key] = getattr(kernel.match, key)
-        for key in ("block", "grid"):
+        for key in ("grid", "block"):
             if getattr(kernel.match, key) is not None:
                 match[key] = list(getattr(kernel.match, key))
+        for key in ("nvtx", "work"):
+            if getattr(kernel.match, key) is not None:
+                match[key] = getattr(kernel.match, key)
         entry: dict[str, Any] = {"id": kernel.id, "match": match}
-        if kernel.name is not None:
+        if kernel.name is not None and kernel.name != kernel.match.name:
             entry["name"] = kernel.name
+        if kernel.family is not None:
+            entry["family"] = kernel.family
         if kernel.launches is not None:
             entry["launches"] = kernel.launches
         metrics: dict[str, Any] = {}
@@ -497,11 +565,19 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
                 m["group"] = metric.group
             if metric.shares:
                 m["shares"] = {r: round(v, 2) for r, v in metric.shares.items() if round(v, 2) > 0}
+            if metric.reasons is not None:
+                m["reasons"] = list(metric.reasons)
+            if metric.family is not None:
+                m["family"] = metric.family
             override = _override_document(metric.threshold, metric.check)
             if override:
                 m["threshold"] = override
+            if metric.calibration:
+                m["calibration"] = metric.calibration
             metrics[metric.name] = m
         entry["metrics"] = metrics
+        if kernel.info:
+            entry["info"] = {k: _tidy(v) for k, v in kernel.info.items()}
         kernels.append(entry)
     doc["kernels"] = kernels
     return doc

@@ -144,7 +144,7 @@ def check_command(
     verbose: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
-    from perfgate.compare import Report
+    from perfgate.verdict import Report
     from perfgate.gate import CheckRequest, ReportOutputs, github_outputs, run_check, write_reports
     from perfgate.reports import REPORTERS, text
 
@@ -211,6 +211,11 @@ def baseline_group() -> None:
     help="Gate this metric (repeatable; default: the catalog's default set).",
 )
 @click.option("--reason", help="Why this baseline is recorded (kept in its provenance).")
+@click.option(
+    "--nvtx", "by_nvtx", is_flag=True,
+    help="Make the NVTX range part of a kernel's identity (capture with ncu --nvtx): the same "
+    "kernel in two ranges becomes two entries.",
+)  # fmt: skip
 @_guard
 def record_command(
     captures: tuple[str, ...],
@@ -218,21 +223,20 @@ def record_command(
     kernels: tuple[str, ...],
     metrics: tuple[str, ...],
     reason: str | None,
+    by_nvtx: bool,
 ) -> None:
-    """Record a baseline with default thresholds from captures of a good build."""
+    """Record a baseline from captures of a good build (each file one separate ncu run; from
+    3 runs on, bounds are calibrated to the noise they show)."""
     from perfgate.gate import RecordRequest, run_record
     from perfgate.record import RecordSettings
 
-    result = run_record(RecordRequest(captures, output, RecordSettings(kernels, metrics, reason)))
+    settings = RecordSettings(kernels, metrics, reason, by_nvtx)
+    result = run_record(RecordRequest(captures, output, settings))
     kernels_n = len(result.baseline.kernels)
     metrics_n = sum(len(k.metrics) for k in result.baseline.kernels)
     click.echo(f"wrote {output}: {kernels_n} kernels, {metrics_n} metrics")
-    if len(captures) == 1:
-        click.echo(
-            "note: recorded from one capture; captures of 3 separate ncu runs give a baseline "
-            "whose ranges cover the run-to-run noise (docs/noise.md)",
-            err=True,
-        )
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     for line in result.skipped:
         if metrics:  # asked for by name: say where a metric could not be recorded
             click.echo(f"  skipped {line}", err=True)

@@ -1,19 +1,21 @@
-"""Checking a capture against a baseline. Every comparison ends in an explicit state, and the
-exit code follows from the states alone (like asv compare)."""
+"""Checking a capture against a baseline: one verdict per kernel, each with its metric
+comparisons and the root causes of what changed (like asv compare, every comparison ends in an
+explicit state, and the exit code follows from the states alone)."""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import NoReturn
 
-from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
-from perfgate.catalog import Aggregate, MetricDef
-from perfgate.diagnosis import Diagnosis, diagnose
-from perfgate.errors import ExitCode
+from perfgate.catalog import Aggregate, MetricDef, lookup
+from perfgate.families import family_of
+from perfgate.kernel_names import short_name
+from perfgate.kernels import KernelGroup, group_launches, readable_ids
+from perfgate.matching import Matching, match
 from perfgate.measure import Measured, Unavailable, measure
+from perfgate.record import INFO_METRICS
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,
@@ -21,128 +23,20 @@ from perfgate.thresholds import (
     judge_categorical,
     judge_numeric,
 )
-
-
-class State(enum.Enum):
-    PASS = "pass"  # noqa: S105 (a state, not a password)
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    MISSING_KERNEL = "missing kernel"
-    MISSING_METRIC = "missing metric"
-    NEW_KERNEL = "new kernel"
-    SKIPPED = "skipped"
-    ERROR = "error"
-
-
-# The order reports list states in: what blocks a merge first.
-SEVERITY: tuple[State, ...] = (
-    State.ERROR,
-    State.REGRESSED,
-    State.MISSING_KERNEL,
-    State.MISSING_METRIC,
-    State.IMPROVED,
-    State.NEW_KERNEL,
-    State.SKIPPED,
-    State.PASS,
+from perfgate.verdict import (
+    CauseKind,
+    CheckResult,
+    Comparison,
+    Evidence,
+    KernelDelta,
+    KernelState,
+    KernelVerdict,
+    LaunchCount,
+    RootCause,
+    Side,
+    State,
+    kernel_state,
 )
-
-
-def _never(value: NoReturn) -> NoReturn:
-    raise AssertionError(f"unhandled state {value!r}")
-
-
-def state_exit_code(state: State) -> ExitCode:
-    """What one state means for the build. Exhaustive: mypy flags a state left out."""
-    if state in (State.PASS, State.IMPROVED, State.NEW_KERNEL, State.SKIPPED):
-        return ExitCode.OK
-    if state is State.REGRESSED or state is State.MISSING_KERNEL or state is State.MISSING_METRIC:
-        return ExitCode.GATE_FAILED
-    if state is State.ERROR:
-        return ExitCode.INPUT_ERROR
-    _never(state)
-
-
-def exit_code(states: Iterable[State]) -> ExitCode:
-    worst = ExitCode.OK
-    for state in states:
-        code = state_exit_code(state)
-        # An input error outranks a gate failure: the gate could not judge.
-        if code is ExitCode.INPUT_ERROR or (code is ExitCode.GATE_FAILED and worst is ExitCode.OK):
-            worst = code
-    return worst
-
-
-@dataclass(frozen=True)
-class Comparison:
-    kernel: str  # the baseline's kernel id (or the function name of a new kernel)
-    kernel_name: str  # the name ncu printed
-    metric: str | None  # None for a whole-kernel state (new kernel)
-    state: State
-    baseline: float | str | None = None
-    current: float | str | None = None
-    unit: str = ""
-    change: float | None = None
-    relative_change: float | None = None
-    bound: str = ""
-    message: str = ""
-    launches: int = 0
-    baseline_shares: dict[str, float] | None = None
-    current_shares: dict[str, float] | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One baseline (one GPU) checked against the captures."""
-
-    baseline_path: str
-    capture_paths: tuple[str, ...]
-    comparisons: tuple[Comparison, ...]
-    warnings: tuple[str, ...] = ()
-    devices: tuple[str, ...] = ()
-    baseline_gpu: str | None = None
-    # What the current capture says about each kernel that regressed (kernel id -> diagnosis).
-    diagnoses: Mapping[str, Diagnosis] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        # A check that compared nothing never passes: the schema requires at least one kernel,
-        # and a kernel that is not found is MISSING_KERNEL.
-        return exit_code(c.state for c in self.comparisons)
-
-    def counts(self) -> dict[State, int]:
-        out = dict.fromkeys(State, 0)
-        for c in self.comparisons:
-            out[c.state] += 1
-        return out
-
-    def ordered(self) -> list[Comparison]:
-        rank = {s: i for i, s in enumerate(SEVERITY)}
-        return sorted(self.comparisons, key=lambda c: rank[c.state])
-
-
-@dataclass(frozen=True)
-class Report:
-    """Everything one `perfgate check` found: a result per baseline, or the input problems
-    that stopped it before any comparison (then `results` is empty)."""
-
-    results: tuple[CheckResult, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.problems:
-            return ExitCode.INPUT_ERROR
-        return exit_code(c.state for r in self.results for c in r.comparisons)
-
-    @property
-    def comparisons(self) -> tuple[Comparison, ...]:
-        return tuple(c for r in self.results for c in r.comparisons)
-
-    def counts(self) -> dict[State, int]:
-        out = dict.fromkeys(State, 0)
-        for c in self.comparisons:
-            out[c.state] += 1
-        return out
 
 
 @dataclass(frozen=True)
@@ -167,35 +61,45 @@ _NUMERIC_STATE = {
 }
 
 
+def _measure(
+    metric: MetricBaseline, launches: Sequence[Launch], columns: frozenset[str]
+) -> Measured | Unavailable:
+    defn = metric.definition
+    if metric.reasons is not None:
+        try:
+            return measure(defn, launches, columns, metric.formula_group, reasons=metric.reasons)  # type: ignore[call-arg]
+        except TypeError:  # a measure() without reason sets
+            pass
+    return measure(defn, launches, columns, metric.formula_group)
+
+
 def _compare_metric(
     kernel: KernelBaseline,
     metric: MetricBaseline,
     launches: Sequence[Launch],
     capture: Capture,
     baseline: Baseline,
-) -> Comparison:
+) -> tuple[Comparison, Measured | None]:
     defn = metric.definition
     base = Comparison(
         kernel=kernel.id,
-        kernel_name=launches[0].name,
         metric=metric.name,
         state=State.PASS,
         baseline=metric.value,
         unit=defn.unit,
-        launches=len(launches),
     )
-    measured = measure(defn, launches, capture.columns, metric.formula_group)
+    measured = _measure(metric, launches, capture.columns)
     if isinstance(measured, Unavailable) and measured.architecture:
-        return replace(base, state=State.SKIPPED, message=measured.reason)
+        return replace(base, state=State.SKIPPED, message=measured.reason), None
     if isinstance(measured, Unavailable):
         needed = ""
         if measured.needed:
             more = ", ..." if len(measured.needed) > 4 else ""
             needed = f" (needs {', '.join(measured.needed[:4])}{more})"
-        return replace(base, state=State.MISSING_METRIC, message=measured.reason + needed)
+        return replace(base, state=State.MISSING_METRIC, message=measured.reason + needed), None
     threshold, check = _bounds(defn, metric, baseline)
     if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
-        return _compare_categorical(defn, metric, measured, check, base)
+        return _compare_categorical(defn, metric, measured, check, base), measured
     verdict = judge_numeric(
         float(metric.value),
         float(measured.value),
@@ -213,7 +117,7 @@ def _compare_metric(
         change=verdict.change,
         relative_change=verdict.relative_change,
         bound=verdict.bound,
-    )
+    ), measured
 
 
 def _compare_categorical(
@@ -253,85 +157,291 @@ def _compare_categorical(
     )
 
 
-def _new_kernels(unmatched: list[Launch]) -> list[Comparison]:
-    seen: dict[str, list[Launch]] = {}
-    for launch in unmatched:
-        seen.setdefault(launch.name, []).append(launch)
-    return [
-        Comparison(
-            kernel=launches[0].function,
-            kernel_name=name,
-            metric=None,
-            state=State.NEW_KERNEL,
-            launches=len(launches),
-            message="not in the baseline; record it to gate it",
+def _explain_rates(
+    comparisons: list[Comparison], kernel: KernelBaseline, current: Side
+) -> list[Comparison]:
+    """A rate (DRAM %, throughput %) divides work by time: when the kernel got faster, or the
+    work fell with the rate, the lower rate is the consequence of a good change, not a
+    regression (a kernel reading half the bytes 20% faster uses less DRAM bandwidth)."""
+    by_metric = {c.metric: c for c in comparisons}
+    duration = by_metric.get("duration")
+    faster = duration is not None and duration.state is State.IMPROVED
+    out = []
+    for c in comparisons:
+        defn = lookup(c.metric)
+        if c.state is not State.REGRESSED or not defn.rate_of:
+            out.append(c)
+            continue
+        reason = ""
+        if faster and duration is not None:
+            reason = f"the kernel got faster (duration {_pct(duration.relative_change)})"
+        for work in defn.rate_of:
+            before, after = kernel.value(work), current.values.get(work)
+            if isinstance(before, float) and isinstance(after, float) and before > 0:
+                if after < before * 0.98:
+                    reason = f"{work} fell with it ({_pct(after / before - 1)})"
+        if reason:
+            out.append(replace(c, state=State.PASS, explained=f"rate fell because {reason}"))
+        else:
+            out.append(c)
+    return out
+
+
+def _pct(rel: float | None) -> str:
+    return "" if rel is None else f"{rel * 100:+.1f}%"
+
+
+def _side_values(
+    names: Sequence[str], launches: Sequence[Launch], columns: frozenset[str]
+) -> tuple[dict[str, float | str], dict[str, float] | None]:
+    values: dict[str, float | str] = {}
+    shares: dict[str, float] | None = None
+    for name in names:
+        got = measure(lookup(name), launches, columns)
+        if isinstance(got, Measured):
+            values[name] = got.value
+            if got.shares is not None:
+                shares = dict(got.shares)
+    return values, shares
+
+
+def _dominant_shares(kernel: KernelBaseline) -> dict[str, float] | None:
+    for m in kernel.metrics:
+        if m.shares:
+            return dict(m.shares)
+    return None
+
+
+def _delta(
+    kernel: KernelBaseline,
+    launches: Sequence[Launch],
+    capture: Capture,
+    comparisons: Sequence[Comparison],
+    measured: dict[str, Measured],
+) -> KernelDelta:
+    names = [*dict.fromkeys([*(m.name for m in kernel.metrics), *INFO_METRICS])]
+    base_values: dict[str, float | str] = dict(kernel.info)
+    for m in kernel.metrics:
+        base_values[m.name] = m.value
+    cur_values, cur_shares = _side_values(
+        [n for n in names if n not in measured], launches, capture.columns
+    )
+    for name, got in measured.items():
+        cur_values[name] = got.value
+        if got.shares is not None:
+            cur_shares = dict(got.shares)
+    first = launches[0]
+    family = kernel.family or (f.name if (f := family_of(first.name)) else None)
+    runs = len({la.source for la in launches}) or 1
+    return KernelDelta(
+        kernel=kernel.id,
+        baseline=Side(
+            name=kernel.name or first.name,
+            values=base_values,
+            shares=_dominant_shares(kernel),
+            launches=float(kernel.launches) if kernel.launches is not None else None,
+            grid=kernel.match.grid,
+            block=kernel.match.block,
+        ),
+        current=Side(
+            name=first.name,
+            values=cur_values,
+            shares=cur_shares,
+            launches=len(launches) / runs,
+            grid=first.grid,
+            block=first.block,
+        ),
+        comparisons=tuple(comparisons),
+        family=family,
+    )
+
+
+def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
+    try:
+        from perfgate import causes
+    except ImportError:
+        return ()
+    return tuple(causes.diagnose(delta).causes)
+
+
+def _launch_count(kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]) -> LaunchCount:
+    per_file = tuple(sum(1 for la in launches if la.source == p) for p in paths)
+    return LaunchCount(float(kernel.launches) if kernel.launches is not None else None, per_file)
+
+
+def _judge_kernel(
+    kernel: KernelBaseline,
+    launches: list[Launch],
+    capture: Capture,
+    baseline: Baseline,
+    how: str,
+) -> KernelVerdict:
+    comparisons: list[Comparison] = []
+    measured: dict[str, Measured] = {}
+    for metric in kernel.metrics:
+        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline)
+        comparisons.append(comparison)
+        if got is not None:
+            measured[metric.name] = got
+    delta = _delta(kernel, launches, capture, comparisons, measured)
+    comparisons = _explain_rates(comparisons, kernel, delta.current)
+    delta = replace(delta, comparisons=tuple(comparisons))
+    state = kernel_state(comparisons)
+    causes = _causes(delta) if state is not KernelState.PASS else ()
+    if state is KernelState.PASS:
+        causes = tuple(c for c in _causes(delta) if c.kind is CauseKind.CHANGE)
+    renamed = how.startswith("renamed")
+    return KernelVerdict(
+        kernel=kernel.id,
+        name=launches[0].name,
+        state=state,
+        comparisons=tuple(comparisons),
+        causes=causes,
+        launches=_launch_count(kernel, launches, capture.paths),
+        captures=tuple(sorted({la.source for la in launches})),
+        message=how if renamed else "",
+        family=delta.family,
+        nvtx=kernel.match.nvtx,
+        matched_by="renamed" if renamed else how,
+    )
+
+
+def _names(groups: Sequence[KernelGroup], ids: dict[object, str]) -> str:
+    shown = [ids[g.key] for g in groups[:4]]
+    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+    return ", ".join(shown) + more
+
+
+def _missing(
+    kernel: KernelBaseline, matching: Matching, ids: dict[object, str], capture: Capture
+) -> KernelVerdict:
+    name = kernel.name or kernel.match.name or kernel.id
+    family = kernel.family or (f.name if (f := family_of(name)) else None)
+    what = f"{family} kernel" if family else "kernel"
+    message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
+    related: tuple[str, ...] = ()
+    causes: tuple[RootCause, ...] = ()
+    if kernel.id in matching.replaced_by:
+        groups, why = matching.replaced_by[kernel.id]
+        related = tuple(ids[g.key] for g in groups)
+        if why.startswith("the same kernel"):
+            shapes = ", ".join(
+                f"grid {g.key.grid} block {g.key.block}" for g in groups[:3]
+            )
+            title = "Launch shape changed"
+            message = (
+                f"launch shape changed: recorded at grid {kernel.match.grid} block "
+                f"{kernel.match.block}, now at {shapes}"
+            )
+            lever = (
+                "if the new shape is intended (a new batch or problem size), re-record the "
+                "baseline for it; otherwise find what changed the launch configuration"
+            )
+        else:
+            count = len(groups)
+            title = f"Kernel substituted ({why})"
+            message = (
+                f"replaced by {count} new kernel{'s' if count > 1 else ''} ({why}): "
+                f"{_names(groups, ids)}"
+            )
+            lever = (
+                "if the substitution is intended, accept it into the baseline; otherwise find "
+                "what changed the library's choice (shapes, dtype, layout, backend flags, "
+                "library version)"
+                if family
+                else "find the change that replaced this kernel; if intended, re-record"
+            )
+        causes = (
+            RootCause(
+                "kernel-substituted" if not why.startswith("the same") else "launch-shape",
+                CauseKind.CHANGE,
+                title,
+                message,
+                lever,
+                (Evidence("kernel", name, "; ".join(g.key.name for g in groups[:4])),),
+            ),
         )
-        for name, launches in seen.items()
-    ]
+    return KernelVerdict(
+        kernel=kernel.id,
+        name=name,
+        state=KernelState.MISSING,
+        causes=causes,
+        launches=LaunchCount(
+            float(kernel.launches) if kernel.launches is not None else None,
+            tuple(0 for _ in capture.paths),
+        ),
+        captures=capture.paths,
+        message=message,
+        related=related,
+        family=family,
+        nvtx=kernel.match.nvtx,
+    )
 
 
-class _LaunchIndex:
-    """Launches by function and by exact name, so that matching K baselined kernels against
-    N launches costs N + K lookups instead of N x K comparisons (docs/scale.md)."""
+def _new(
+    group: KernelGroup, kid: str, replaced: tuple[str, ...], capture: Capture
+) -> KernelVerdict:
+    family = family_of(group.key.name)
+    message = "not in the baseline; record it to gate it"
+    if replaced:
+        message = f"new in place of {', '.join(replaced)}; {message}"
+    return KernelVerdict(
+        kernel=kid,
+        name=group.key.name,
+        state=KernelState.NEW,
+        launches=LaunchCount(
+            None, tuple(sum(1 for la in group.launches if la.source == p) for p in capture.paths)
+        ),
+        captures=tuple(sorted({la.source for la in group.launches})),
+        message=message,
+        related=replaced,
+        family=family.name if family else None,
+        nvtx=group.key.nvtx,
+    )
 
-    def __init__(self, launches: Sequence[Launch]) -> None:
-        self.all = launches
-        self.by_function: dict[str, list[Launch]] = {}
-        self.by_name: dict[str, list[Launch]] = {}
-        for launch in launches:
-            self.by_function.setdefault(launch.function, []).append(launch)
-            self.by_name.setdefault(launch.name, []).append(launch)
 
-    def candidates(self, match: KernelMatch) -> Sequence[Launch]:
-        if match.name is not None:
-            return self.by_name.get(match.name, [])
-        if match.function is not None:
-            return self.by_function.get(match.function, [])
-        return self.all  # a regular expression: every launch is a candidate
+def _notice(baseline: Baseline, capture: Capture, groups: Sequence[KernelGroup]) -> str:
+    held = sorted({short_name(g.key.name) for g in groups})
+    shown = ", ".join(held[:8]) + (f" and {len(held) - 8} more" if len(held) > 8 else "")
+    return (
+        f"none of the {len(baseline.kernels)} baselined kernels is in "
+        f"{', '.join(capture.paths)}: is it a capture of another program, or did a kernel "
+        f"filter (-k, --nvtx-include, --launch-count) leave them out? It holds "
+        f"{len(held)} kernels: {shown}"
+    )
 
 
 def check(
     baseline: Baseline, capture: Capture, settings: CheckSettings | None = None
 ) -> CheckResult:
     settings = settings or CheckSettings()
-    comparisons: list[Comparison] = []
-    diagnoses: dict[str, Diagnosis] = {}
-    matched: set[int] = set()
-    index = _LaunchIndex(capture.launches)
+    groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
+    matching = match(baseline, groups)
+    ids: dict[object, str] = dict(readable_ids([g.key for g in matching.unclaimed]))
+    verdicts: list[KernelVerdict] = []
     for kernel in baseline.kernels:
-        launches = [la for la in index.candidates(kernel.match) if kernel.match.matches(la)]
-        matched.update(id(launch) for launch in launches)
-        if not launches:
-            for metric in kernel.metrics:
-                comparisons.append(
-                    Comparison(
-                        kernel=kernel.id,
-                        kernel_name=kernel.name or kernel.id,
-                        metric=metric.name,
-                        state=State.MISSING_KERNEL,
-                        baseline=metric.value,
-                        unit=metric.definition.unit,
-                        message=f"no launch in the capture matches {kernel.match.describe()}",
-                    )
-                )
-            continue
-        compared = [
-            _compare_metric(kernel, metric, launches, capture, baseline)
-            for metric in kernel.metrics
-        ]
-        comparisons.extend(compared)
-        if any(c.state is State.REGRESSED for c in compared):
-            diagnoses[kernel.id] = diagnose(kernel.id, launches, capture.columns)
+        launches = matching.launches(kernel.id)
+        if launches:
+            verdicts.append(
+                _judge_kernel(kernel, launches, capture, baseline, matching.how[kernel.id])
+            )
+        else:
+            verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:
-        comparisons.extend(
-            _new_kernels([launch for launch in capture.launches if id(launch) not in matched])
-        )
+        for group in matching.unclaimed:
+            replaced = tuple(
+                kid for kid, (gs, _) in matching.replaced_by.items() if group in gs
+            )
+            verdicts.append(_new(group, ids[group.key], replaced, capture))
+    notice = ""
+    if baseline.kernels and not matching.groups and groups:
+        notice = _notice(baseline, capture, groups)
     gpu = (
         (baseline.provenance.get("gpu") or {}).get("name")
         if isinstance(baseline.provenance.get("gpu"), dict)
         else None
     )
-    warnings = list(capture.warnings) + list(settings.extra_warnings)
+    warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
     devices = capture.devices
     if gpu and devices and gpu not in devices:
         warnings.append(
@@ -341,9 +451,9 @@ def check(
     return CheckResult(
         baseline_path=baseline.path,
         capture_paths=capture.paths,
-        comparisons=tuple(comparisons),
+        verdicts=tuple(verdicts),
         warnings=tuple(warnings),
         devices=devices,
         baseline_gpu=gpu,
-        diagnoses=diagnoses,
+        notice=notice,
     )

@@ -10,14 +10,15 @@ from pathlib import Path
 
 from perfgate.baseline import Baseline, dump_baseline, load_baseline
 from perfgate.capture import Capture
-from perfgate.compare import CheckSettings, Report, State, check
+from perfgate.compare import CheckSettings, check
 from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
 from perfgate.errors import UsageError
 from perfgate.fileio import write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.kernels import group_launches, identity, select
+from perfgate.kernels import group_launches, readable_ids, select
 from perfgate.record import RecordResult, RecordSettings, record
 from perfgate.reports import json_report, junit, markdown, svg
+from perfgate.verdict import KernelState, Report
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def run_explain(request: ExplainRequest) -> ExplainResult:
     capture = read_captures(request.captures, MetricSelection(raw_inputs()))
     launches = select(capture.launches, request.kernel_patterns)
     groups = group_launches(launches)
-    diagnoses = tuple(diagnose(identity(g, groups)[0], g, capture.columns) for g in groups)
+    ids = readable_ids([g.key for g in groups])
+    diagnoses = tuple(diagnose(ids[g.key], list(g.launches), capture.columns) for g in groups)
     return ExplainResult(capture.paths, diagnoses, capture.warnings)
 
 
@@ -102,21 +104,19 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
     shares; return kernel id -> the file's name relative to the markdown."""
     target = Path(markdown_path)
     names: dict[str, str] = {}
-    for result in report.results:
-        for c in result.comparisons:
+    for verdict in report.verdicts:
+        if verdict.state is not KernelState.REGRESSED:
+            continue
+        for c in verdict.comparisons:
             if c.metric != "dominant_stall" or not (c.baseline_shares or c.current_shares):
                 continue
-            if not any(
-                o.kernel == c.kernel and o.state is State.REGRESSED for o in result.comparisons
-            ):
-                continue
-            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", c.kernel)[:60]
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", verdict.kernel)[:60]
             name = f"{target.stem}.{len(names) + 1}.{safe}.svg"
             chart = svg.stall_chart(
-                f"{c.kernel}: stall shares", c.baseline_shares, c.current_shares
+                f"{verdict.kernel}: stall shares", c.baseline_shares, c.current_shares
             )
             write_text_atomic(target.with_name(name), chart)
-            names[c.kernel] = name
+            names[verdict.kernel] = name
     return names
 
 

@@ -7,6 +7,8 @@ template arguments and parameters), by the exact demangled name, or by a regular
 
 from __future__ import annotations
 
+import re
+
 # Namespace spellings that contain brackets of their own; they are kept whole.
 _ATOMS = ("<unnamed>", "(anonymous namespace)", "{anonymous}")
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
@@ -93,3 +95,110 @@ def function_name(kernel_name: str) -> str:
     result = tokens[-1] if tokens else head
     result = result.lstrip("*&")
     return _restore(result, table) or name
+
+
+# ------------------------------------------------------------------------------ identity keys
+
+# Parts of a name that change while the kernel does not (seen in real captures):
+# - a lambda's instance number counts the lambdas of its enclosing function, so adding an
+#   unrelated lambda above it renumbers it: "[lambda(float) (instance 1)]" -> "(instance 2)";
+#   GCC spells the same "{lambda(float)#1}";
+# - the anonymous namespace has three spellings across demanglers;
+# - Inductor numbers its generated kernels per graph: "triton_poi_fused_add_mul_relu_1" becomes
+#   "..._0" after an unrelated change to the graph.
+# Template arguments and parameter types stay: they are what makes two instantiations
+# different kernels.
+_INSTANCE = re.compile(r"\(instance \d+\)")
+_GCC_LAMBDA = re.compile(r"(\{lambda\([^{}]*\))#\d+\}")
+_ANON = re.compile(r"\(anonymous namespace\)|\{anonymous\}")
+_INDUCTOR = re.compile(r"^(triton_(?:poi|red|per|tem|for|mm|bmm)_\w*?)_\d+$")
+_SPACES = re.compile(r"\s+")
+
+
+def normalise(name: str) -> str:
+    """The name with the parts that change without the kernel changing made neutral.
+
+    >>> normalise("void f<[lambda(float) (instance 2)]>(int)")
+    'void f<[lambda(float) (instance #)]>(int)'
+    >>> normalise("triton_poi_fused_add_mul_relu_1")
+    'triton_poi_fused_add_mul_relu_#'
+    >>> normalise("void at::(anonymous namespace)::k<{lambda(int)#3}>()")
+    'void at::<unnamed>::k<{lambda(int)#}>()'
+    """
+    text = _SPACES.sub(" ", name.strip())
+    text = _INSTANCE.sub("(instance #)", text)
+    text = _GCC_LAMBDA.sub(r"\1#}", text)
+    text = _ANON.sub("<unnamed>", text)
+    return _INDUCTOR.sub(r"\1_#", text)
+
+
+def _template_arguments(text: str) -> list[str]:
+    """The top-level template arguments of `name<...>` (the first '<' group)."""
+    start = text.find("<")
+    if start < 0:
+        return []
+    args: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in text[start + 1 :]:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append("".join(current).strip())
+            current = []
+            continue
+        current.append(ch)
+    if current:
+        args.append("".join(current).strip())
+    return args
+
+
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+_ENCLOSING = re.compile(r"([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*::\s*\[lambda")
+_MAX_ARG = 28
+_MAX_ARGS = 3  # the distinguishing arguments come first in every library seen
+
+
+def _short_argument(arg: str) -> str:
+    """A template argument as a person would name it: a lambda by the function that holds
+    it ('GeluCUDAKernelImpl'), a type without its namespaces, long ones cut."""
+    if "lambda" in arg and not re.match(r"^[\w:]+<", arg):
+        enclosing = _ENCLOSING.search(_ANON.sub("anon", arg).replace("<unnamed>", "anon"))
+        if enclosing:
+            inner = re.findall(r"lambda\(([^()]*)\)", arg)
+            typed = f"({_QUALIFIER.sub('', inner[-1])})" if inner and inner[-1] else ""
+            return enclosing.group(1) + typed
+        return "lambda"
+    arg = _QUALIFIER.sub("", arg.replace("<unnamed>::", ""))
+    return arg if len(arg) <= _MAX_ARG else arg[: _MAX_ARG - 1] + "…"
+
+
+def short_name(name: str) -> str:
+    """A readable name for ids and headings: the function without namespaces, with its
+    template arguments shortened; names without templates stay whole.
+
+    >>> short_name("void at::vectorized_elementwise_kernel<8, at::GeluCUDAKernelImpl("
+    ...            "at::TensorIteratorBase &, at::GeluType)::[lambda() (instance 2)]::operator ()() "
+    ...            "const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)")
+    'vectorized_elementwise_kernel<8, GeluCUDAKernelImpl(BFloat16), array<char *, 2>>'
+    >>> short_name("zoo_coalescing(const float *, float *, int)")
+    'zoo_coalescing'
+    """
+    text = normalise(name)
+    function = function_name(text)
+    base = function.rsplit("::", 1)[-1] if "::" in function else function
+    protected, table = _protect(text)
+    start = _parameter_list_start(protected)
+    head = _restore(protected[:start] if start is not None else protected, table)
+    at = head.find(base)
+    args = _template_arguments(head[at:]) if at >= 0 else []
+    if not args:
+        return base
+    shown = [_short_argument(a) for a in args[:_MAX_ARGS]]
+    if len(args) > _MAX_ARGS:
+        shown.append("…")
+    return f"{base}<{', '.join(shown)}>"

@@ -1,19 +1,40 @@
-"""Recording a baseline from one or more captures of a known-good build."""
+"""Recording a baseline from one or more captures of a known-good build.
+
+Each capture file counts as one separate ncu run. A metric's value is the median over all the
+kernel's launches; with three runs or more, its bound is calibrated from the spread of the
+per-run medians (perfgate.calibrate) and the rule that gave it is written beside it.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
-from perfgate.capture import Capture
-from perfgate.catalog import default_metrics, lookup
+from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.capture import Capture, Launch
+from perfgate.catalog import MetricDef, default_metrics, lookup
 from perfgate.errors import UsageError
-from perfgate.kernels import group_launches, identity, select
+from perfgate.families import family_of
+from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
 from perfgate.measure import Measured, Unavailable, measure
+from perfgate.thresholds import ThresholdOverride
+from perfgate.verdict import Calibration
+
+# Values recorded beside the gated ones so that a later check can say what changed
+# (differential diagnosis); `info` is never gated.
+INFO_METRICS: tuple[str, ...] = (
+    "registers_per_thread", "shared_memory_per_block", "occupancy_limiter",
+    "theoretical_occupancy", "achieved_occupancy", "sectors_per_request_ld",
+    "sectors_per_request_st", "global_load_efficiency", "global_store_efficiency",
+    "shared_bank_conflicts", "local_memory_sectors", "l2_atomic_requests",
+    "global_atomic_requests", "tensor_instructions", "tensor_pipe_utilization",
+    "warp_execution_efficiency", "instructions_executed", "dram_bytes", "dram_throughput",
+    "duration", "sm_throughput", "memory_throughput", "l2_hit_rate",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -21,12 +42,14 @@ class RecordSettings:
     kernel_patterns: tuple[str, ...] = ()  # regexes over the kernel name; none: every kernel
     metrics: tuple[str, ...] = ()  # metric names; none: the catalog's default set
     reason: str | None = None
+    by_nvtx: bool = False  # the NVTX range is part of a kernel's identity
 
 
 @dataclass(frozen=True)
 class RecordResult:
     baseline: Baseline
     skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
+    notes: tuple[str, ...] = ()
 
 
 def _sha256(path: str) -> str | None:
@@ -36,29 +59,124 @@ def _sha256(path: str) -> str | None:
         return None
 
 
+Calibrator = Callable[[MetricDef, Sequence[float], "float | None"], "Calibration | None"]
+
+
+def _calibrator() -> Calibrator | None:
+    try:
+        from perfgate.calibrate import calibrate
+    except ImportError:  # pragma: no cover - the module ships with perfgate
+        return None
+    return calibrate
+
+
+def _per_run(defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str]) -> list[float]:
+    """The metric's value in each capture file (one separate ncu run) on its own."""
+    by_file: dict[str, list[Launch]] = {}
+    for launch in launches:
+        by_file.setdefault(launch.source, []).append(launch)
+    out = []
+    for members in by_file.values():
+        m = measure(defn, members, columns)
+        if isinstance(m, Measured) and isinstance(m.value, float):
+            out.append(m.value)
+    return out
+
+
+def _metric_baseline(
+    m: Measured, defn: MetricDef, per_run: list[float], duration: float | None
+) -> MetricBaseline:
+    threshold = None
+    note = None
+    calibrate = _calibrator()
+    numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
+    if calibrate is not None and numeric:
+        calibration = calibrate(defn, per_run, duration)
+        if calibration is not None:
+            threshold = ThresholdOverride(
+                relative=round(calibration.relative, 4), absolute=calibration.absolute
+            )
+            note = calibration.rule
+    return MetricBaseline(
+        name=m.metric,
+        value=m.value,
+        low=m.low,
+        high=m.high,
+        unit=m.unit,
+        source=m.source,
+        group=m.group,
+        shares=m.shares,
+        threshold=threshold,
+        reasons=getattr(m, "reasons", None) or None,
+        family=getattr(m, "family", None) or None,
+        calibration=note,
+    )
+
+
+def _kernel(
+    group: KernelGroup, kid: str, names: list[str], capture: Capture
+) -> tuple[KernelBaseline | None, list[str]]:
+    skipped: list[str] = []
+    launches = group.launches
+    duration_m = measure(lookup("duration"), launches, capture.columns)
+    duration = (
+        float(duration_m.value)
+        if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
+        else None
+    )
+    metrics: list[MetricBaseline] = []
+    for name in names:
+        defn = lookup(name)
+        result = measure(defn, launches, capture.columns)
+        if isinstance(result, Unavailable):
+            skipped.append(f"{kid}: {name}: {result.reason}")
+            continue
+        per_run = _per_run(defn, launches, capture.columns)
+        metrics.append(_metric_baseline(result, defn, per_run, duration))
+    if not metrics:
+        return None, skipped
+    info: dict[str, float | str] = {}
+    for name in INFO_METRICS:
+        if name in names:
+            continue
+        got = measure(lookup(name), launches, capture.columns)
+        if isinstance(got, Measured) and got.value is not None:
+            info[name] = got.value
+    key = group.key
+    family = family_of(key.name)
+    match = KernelMatch(
+        name=key.name, grid=key.grid, block=key.block, nvtx=key.nvtx, work=key.work
+    )
+    runs = len({launch.source for launch in launches})
+    per_run_launches = len(launches) / runs if runs else None
+    return KernelBaseline(
+        kid,
+        match,
+        tuple(metrics),
+        key.name,
+        int(per_run_launches) if per_run_launches is not None else None,
+        info=info,
+        family=family.name if family else None,
+    ), skipped
+
+
 def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     launches = select(capture.launches, settings.kernel_patterns)
     for name in settings.metrics:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
     names = list(settings.metrics) or default_metrics(capture.columns, cc)
-    groups = group_launches(launches)
+    groups = group_launches(launches, by_nvtx=settings.by_nvtx)
+    ids = readable_ids([g.key for g in groups])
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
-    recorded_any: dict[str, bool] = dict.fromkeys(names, False)
     for group in groups:
-        kid, match = identity(group, groups)
-        metrics: list[MetricBaseline] = []
-        for name in names:
-            result = measure(lookup(name), group, capture.columns)
-            if isinstance(result, Unavailable):
-                skipped.append(f"{kid}: {name}: {result.reason}")
-                continue
-            recorded_any[name] = True
-            metrics.append(_metric_baseline(result))
-        if metrics:
-            kernels.append(KernelBaseline(kid, match, tuple(metrics), group[0].name, len(group)))
-    missing = [n for n, ok in recorded_any.items() if not ok]
+        kernel, why = _kernel(group, ids[group.key], names, capture)
+        skipped.extend(why)
+        if kernel is not None:
+            kernels.append(kernel)
+    recorded = {m.name for k in kernels for m in k.metrics}
+    missing = [n for n in names if n not in recorded]
     if settings.metrics and missing:
         needed = sorted({raw for n in missing for raw in lookup(n).inputs(cc)})
         raise UsageError(
@@ -67,6 +185,14 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         )
     if not kernels:
         raise UsageError("no metric could be recorded for any kernel of the capture")
+    runs = len(capture.paths)
+    notes = []
+    if runs < 3:
+        notes.append(
+            f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "
+            "catalog's default bounds; record from 3 separate ncu runs to calibrate them to the "
+            "noise (docs/noise.md)"
+        )
     devices = capture.devices
     provenance = {
         "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -79,18 +205,5 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
             for p in capture.paths
         ],
     }  # fmt: skip
-    baseline = Baseline(kernels=tuple(kernels), provenance=provenance)
-    return RecordResult(baseline, tuple(skipped))
-
-
-def _metric_baseline(m: Measured) -> MetricBaseline:
-    return MetricBaseline(
-        name=m.metric,
-        value=m.value,
-        low=m.low,
-        high=m.high,
-        unit=m.unit,
-        source=m.source,
-        group=m.group,
-        shares=m.shares,
-    )
+    baseline = Baseline(kernels=tuple(kernels), provenance=provenance, by_nvtx=settings.by_nvtx)
+    return RecordResult(baseline, tuple(skipped), tuple(notes))

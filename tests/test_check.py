@@ -10,7 +10,8 @@ import yaml
 
 from perfgate.baseline import dump_baseline, load_baseline
 from perfgate.capture import merge
-from perfgate.compare import State, check, exit_code, state_exit_code
+from perfgate.compare import check
+from perfgate.verdict import KernelState, State, kernel_exit_code, worst_exit_code
 from perfgate.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.record import RecordSettings, record
@@ -25,17 +26,27 @@ SETS = {
 }
 
 
+def _comparisons(result):  # type: ignore[no-untyped-def]
+    return [c for v in result.verdicts for c in v.comparisons]
+
+
 def _regressed(result) -> dict[str, set[str]]:  # type: ignore[no-untyped-def]
     out: dict[str, set[str]] = {}
-    for c in result.comparisons:
+    for c in _comparisons(result):
         if c.state is State.REGRESSED:
             out.setdefault(c.kernel, set()).add(c.metric)
     return out
 
 
+def _states(result) -> dict[str, KernelState]:  # type: ignore[no-untyped-def]
+    return {v.kernel: v.state for v in result.verdicts}
+
+
 def _problems(result) -> list[str]:  # type: ignore[no-untyped-def]
-    return [f"{c.kernel} {c.metric}: {c.state.value} {c.baseline} -> {c.current} ({c.bound}) {c.message}"
-            for c in result.comparisons if c.state not in (State.PASS, State.IMPROVED, State.NEW_KERNEL)]  # fmt: skip
+    lines = [f"{v.kernel}: {v.state.value} {v.message}" for v in result.verdicts
+             if v.state in (KernelState.MISSING, KernelState.ERROR)]
+    return lines + [f"{c.kernel} {c.metric}: {c.state.value} {c.baseline} -> {c.current} ({c.bound}) {c.message}"
+            for c in _comparisons(result) if c.state not in (State.PASS, State.IMPROVED)]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", sorted(SETS))
@@ -48,7 +59,8 @@ def test_unchanged_build_passes_in_a_separate_ncu_run(kind: str, held_out: int) 
     ).baseline
     result = check(baseline, caps[held_out])
     assert result.exit_code is ExitCode.OK, "\n".join(_problems(result))
-    assert sum(1 for c in result.comparisons if c.state is State.PASS) > 250
+    assert sum(1 for c in _comparisons(result) if c.state is State.PASS) > 250
+    assert not [v for v in result.verdicts if v.state is KernelState.NEW]
 
 
 @pytest.mark.parametrize(
@@ -70,8 +82,8 @@ def test_report_file_and_its_csv_export_give_the_same_verdicts() -> None:
     a = check(baseline, read_capture(data("zoo-good-short.ncu-rep")))
     b = check(baseline, read_capture(data("zoo-good-short-import.csv")))
     assert a.exit_code is b.exit_code is ExitCode.OK
-    assert [(c.kernel, c.metric, c.state) for c in a.comparisons] == [
-        (c.kernel, c.metric, c.state) for c in b.comparisons
+    assert [(c.kernel, c.metric, c.state) for c in _comparisons(a)] == [
+        (c.kernel, c.metric, c.state) for c in _comparisons(b)
     ]
 
 
@@ -79,22 +91,25 @@ def test_counter_baseline_checks_a_set_full_capture() -> None:
     # Stall shares recorded from the explicit list compare with --set full's family.
     baseline = load_baseline(BASELINES / "zoo.yaml")
     result = check(baseline, read_capture(data("zoo-good-full-run2.csv.gz")))
-    states = {(c.kernel, c.metric): c.state for c in result.comparisons}
+    states = {(c.kernel, c.metric): c.state for c in _comparisons(result)}
     assert states[("zoo_atomics", "dominant_stall")] is State.PASS
     assert states[("zoo_atomics", "stall.long_scoreboard")] is State.PASS
     assert states[("zoo_coalescing", "sectors_per_request_ld")] is State.PASS  # from sums there
     assert (
         states[("zoo_coalescing", "tensor_instructions")] is State.MISSING_METRIC
     )  # not in the set
-    assert states[("init_random", "registers_per_thread")] is State.MISSING_KERNEL  # filtered by -k
+    assert _states(result)["init_random"] is KernelState.MISSING  # filtered by -k
     assert result.exit_code is ExitCode.GATE_FAILED
 
 
 def test_a_check_that_finds_no_baselined_kernel_fails(tmp_path: Path) -> None:
     torch_baseline = load_baseline(BASELINES / "torch.yaml")
     result = check(torch_baseline, read_capture(data("zoo-good-short-run1.csv")))
-    assert {c.state for c in result.comparisons} == {State.MISSING_KERNEL, State.NEW_KERNEL}
+    assert set(_states(result).values()) == {KernelState.MISSING, KernelState.NEW}
     assert result.exit_code is ExitCode.GATE_FAILED
+    # Said once, with what the capture holds instead.
+    assert result.notice.startswith(f"none of the {len(torch_baseline.kernels)} baselined kernels")
+    assert "zoo_coalescing" in result.notice
 
 
 def test_a_capture_without_the_metrics_fails_as_missing_metric() -> None:
@@ -102,7 +117,7 @@ def test_a_capture_without_the_metrics_fails_as_missing_metric() -> None:
     baseline = load_baseline(BASELINES / "zoo.yaml")
     result = check(baseline, read_capture(data("set-default.csv")))
     states = {
-        (c.kernel, c.metric): c.state for c in result.comparisons if c.kernel == "zoo_coalescing"
+        (c.kernel, c.metric): c.state for c in _comparisons(result) if c.kernel == "zoo_coalescing"
     }
     assert states[("zoo_coalescing", "registers_per_thread")] is State.PASS
     assert states[("zoo_coalescing", "duration")] is State.MISSING_METRIC
@@ -114,7 +129,7 @@ def test_kernels_outside_the_baseline_are_reported_as_new(tmp_path: Path) -> Non
     baseline = record(cap, RecordSettings(kernel_patterns=("^zoo_coalescing",))).baseline
     assert [k.id for k in baseline.kernels] == ["zoo_coalescing"]
     result = check(baseline, read_capture(data("zoo-good-short-run2.csv")))
-    new = {c.kernel for c in result.comparisons if c.state is State.NEW_KERNEL}
+    new = {v.kernel for v in result.verdicts if v.state is KernelState.NEW}
     assert new == {"init_random", "init_half", "zoo_atomics", "zoo_registers", "zoo_bank_conflicts",
                    "zoo_divergence", "zoo_local_memory", "zoo_tensor_cores", "zoo_shared_occupancy"}  # fmt: skip
     assert result.exit_code is ExitCode.OK
@@ -156,21 +171,21 @@ def test_forbidden_dominant_stall(tmp_path: Path) -> None:
     bad = check(baseline, read_capture(data("zoo-bad-short-run1.csv")))
     assert good.exit_code is ExitCode.OK
     c = next(
-        c for c in bad.comparisons if c.kernel == "zoo_atomics" and c.metric == "dominant_stall"
+        c for c in _comparisons(bad) if c.kernel == "zoo_atomics" and c.metric == "dominant_stall"
     )
     assert c.state is State.REGRESSED and c.message == "drain is forbidden"
 
 
 def test_state_to_exit_code_mapping_is_total() -> None:
-    assert {s: state_exit_code(s) for s in State} == {
-        State.PASS: ExitCode.OK, State.IMPROVED: ExitCode.OK, State.NEW_KERNEL: ExitCode.OK,
-        State.SKIPPED: ExitCode.OK,
-        State.REGRESSED: ExitCode.GATE_FAILED, State.MISSING_KERNEL: ExitCode.GATE_FAILED,
-        State.MISSING_METRIC: ExitCode.GATE_FAILED, State.ERROR: ExitCode.INPUT_ERROR,
+    assert {s: kernel_exit_code(s) for s in KernelState} == {
+        KernelState.PASS: ExitCode.OK, KernelState.IMPROVED: ExitCode.OK,
+        KernelState.NEW: ExitCode.OK, KernelState.SKIPPED: ExitCode.OK,
+        KernelState.REGRESSED: ExitCode.GATE_FAILED, KernelState.MISSING: ExitCode.GATE_FAILED,
+        KernelState.INCOMPLETE: ExitCode.GATE_FAILED, KernelState.ERROR: ExitCode.INPUT_ERROR,
     }  # fmt: skip
-    assert exit_code([State.PASS, State.REGRESSED, State.ERROR]) is ExitCode.INPUT_ERROR
-    assert exit_code([State.IMPROVED, State.MISSING_METRIC]) is ExitCode.GATE_FAILED
-    assert exit_code([]) is ExitCode.OK
+    assert worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR]) is ExitCode.INPUT_ERROR
+    assert worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED]) is ExitCode.GATE_FAILED
+    assert worst_exit_code([]) is ExitCode.OK
 
 
 def test_baseline_round_trip_keeps_the_verdicts(tmp_path: Path) -> None:
@@ -179,7 +194,7 @@ def test_baseline_round_trip_keeps_the_verdicts(tmp_path: Path) -> None:
     path.write_text(dump_baseline(baseline))
     a = check(baseline, read_capture(data("zoo-bad-short-run3.csv")))
     b = check(load_baseline(path), read_capture(data("zoo-bad-short-run3.csv")))
-    assert [c.state for c in a.comparisons] == [c.state for c in b.comparisons]
+    assert [c.state for c in _comparisons(a)] == [c.state for c in _comparisons(b)]
 
 
 @pytest.mark.parametrize("session", ["session1", "session2"])
@@ -195,10 +210,10 @@ def test_committed_baselines_pass_the_other_sessions_captures(
     base = load_baseline(BASELINES / baseline)
     for run in (1, 2, 3):
         result = check(base, read_capture(data(f"{session}/{kind}-run{run}.csv.gz")))
-        assert not [c for c in result.comparisons if c.state is State.REGRESSED], "\n".join(
+        assert not [c for c in _comparisons(result) if c.state is State.REGRESSED], "\n".join(
             _problems(result)
         )
-        missing = {c.metric for c in result.comparisons if c.state is State.MISSING_METRIC}
+        missing = {c.metric for c in _comparisons(result) if c.state is State.MISSING_METRIC}
         assert missing <= {
             "tensor_instructions",
             "tensor_pipe_utilization",
@@ -231,5 +246,7 @@ def test_regex_matches_go_through_every_launch(tmp_path: Path) -> None:
     result = check(
         load_baseline(_edited(tmp_path, regex)), read_capture(data("zoo-good-short-run1.csv"))
     )
-    assert {c.launches for c in result.comparisons if c.kernel == "zoo_atomics"} == {3}
+    verdict = next(v for v in result.verdicts if v.kernel == "zoo_atomics")
+    assert verdict.launches is not None and verdict.launches.current == (3,)
+    assert verdict.matched_by == "regex"
     assert result.exit_code is ExitCode.OK

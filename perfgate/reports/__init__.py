@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perfgate.compare import Report
+from perfgate.verdict import Report
 from perfgate.reports import github, json_report, junit, markdown, text
 
 

@@ -1,26 +1,38 @@
-"""Formatting values, changes and verdicts for people."""
+"""Formatting values, changes, verdicts and causes for people: shared by every reporter so
+that they say the same thing in the same words."""
 
 from __future__ import annotations
 
 import math
 
-from perfgate.compare import Comparison, State
+from perfgate.verdict import Comparison, KernelState, KernelVerdict, RootCause, State
 
 VERDICT = {
     State.PASS: "pass",
     State.REGRESSED: "regressed",
     State.IMPROVED: "improved",
-    State.MISSING_KERNEL: "missing kernel",
     State.MISSING_METRIC: "missing metric",
-    State.NEW_KERNEL: "new kernel",
+    State.SKIPPED: "skipped",
     State.ERROR: "error",
+}
+KERNEL_VERDICT = {
+    KernelState.PASS: "pass",
+    KernelState.IMPROVED: "improved",
+    KernelState.REGRESSED: "regressed",
+    KernelState.INCOMPLETE: "incomplete",
+    KernelState.MISSING: "missing",
+    KernelState.NEW: "new",
+    KernelState.SKIPPED: "skipped",
+    KernelState.ERROR: "error",
 }
 _SCALES = {
     "ns": ((1e9, "s"), (1e6, "ms"), (1e3, "us")),
     "byte": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")),
 }
 # Units that read better left off: the metric's name already says what is counted.
-_SILENT_UNITS = {"inst", "sector", "request", "conflict", "sector/request", "register/thread"}
+_SILENT_UNITS = {
+    "inst", "sector", "request", "conflict", "sector/request", "register/thread", "launch",
+}  # fmt: skip
 
 
 def number(value: float, unit: str = "") -> str:
@@ -68,3 +80,57 @@ def transition(c: Comparison) -> str:
     text = f"baseline {value(c.baseline, c.unit)} -> current {value(c.current, c.unit)}"
     delta = change(c)
     return f"{text} ({delta})" if delta else text
+
+
+def comparison_line(c: Comparison) -> str:
+    """'registers_per_thread: baseline 32 -> current 40 (+25.0%), bound +0 (exact)'."""
+    if c.current is None:
+        return f"{c.metric}: {c.message}"
+    text = f"{c.metric}: {transition(c)}" + (f", bound {c.bound}" if c.bound else "")
+    if c.message:
+        text += f"; {c.message}"
+    if c.explained:
+        text += f"; {c.explained}"
+    return text
+
+
+def evidence_text(cause: RootCause) -> str:
+    parts = []
+    for e in cause.evidence:
+        if e.before is None:
+            parts.append(f"{e.metric} {value(e.after, e.unit)}")
+        else:
+            parts.append(f"{e.metric} {value(e.before, e.unit)} -> {value(e.after, e.unit)}")
+    return "; ".join(parts)
+
+
+def headline(v: KernelVerdict) -> str:
+    """One sentence that says what happened to a kernel and, where known, what to try."""
+    cause = v.headline
+    if v.state is KernelState.MISSING:
+        return v.message
+    if v.state is KernelState.NEW:
+        return v.message
+    if cause is not None and v.state in (KernelState.REGRESSED, KernelState.IMPROVED):
+        text = f"{cause.title}: {cause.detail}"
+        return f"{text}; try: {cause.lever}" if cause.lever else text
+    failing = v.failing
+    if failing:
+        first = comparison_line(failing[0])
+        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+        return first + more
+    improved = [c for c in v.comparisons if c.state is State.IMPROVED]
+    if improved:
+        return comparison_line(improved[0]) + (
+            f" (and {len(improved) - 1} more)" if len(improved) > 1 else ""
+        )
+    return v.message
+
+
+def launches_text(v: KernelVerdict) -> str:
+    if v.launches is None:
+        return ""
+    now = "/".join(str(n) for n in v.launches.current)
+    if v.launches.baseline is None:
+        return f"{now} launches"
+    return f"{value(v.launches.baseline)} -> {now} launches per capture"

@@ -7,8 +7,15 @@ import math
 from typing import Any
 
 from perfgate import __version__
-from perfgate.compare import CheckResult, Comparison, Report, State
 from perfgate.diagnosis import Diagnosis
+from perfgate.verdict import (
+    CheckResult,
+    Comparison,
+    KernelState,
+    KernelVerdict,
+    Report,
+    RootCause,
+)
 
 SCHEMA_ID = "https://github.com/perfgate/perfgate/schemas/result.schema.json"
 
@@ -19,10 +26,14 @@ def _number(v: float | str | None) -> float | str | None:
     return v
 
 
+def _shares(shares: Any) -> dict[str, float] | None:
+    if shares is None:
+        return None
+    return {k: x for k, v in shares.items() if (x := _number(v)) is not None}  # type: ignore[misc]
+
+
 def _comparison(c: Comparison) -> dict[str, Any]:
     return {
-        "kernel": c.kernel,
-        "kernel_name": c.kernel_name,
         "metric": c.metric,
         "state": c.state.value,
         "baseline": _number(c.baseline),
@@ -32,9 +43,49 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "relative_change": _number(c.relative_change),
         "bound": c.bound,
         "message": c.message,
-        "launches": c.launches,
-        "baseline_shares": c.baseline_shares,
-        "current_shares": c.current_shares,
+        "explained": c.explained,
+        "baseline_shares": _shares(c.baseline_shares),
+        "current_shares": _shares(c.current_shares),
+    }
+
+
+def _cause(c: RootCause) -> dict[str, Any]:
+    return {
+        "mechanism": c.mechanism,
+        "kind": c.kind.value,
+        "title": c.title,
+        "detail": c.detail,
+        "lever": c.lever,
+        "explains": list(c.explains),
+        "evidence": [
+            {
+                "metric": e.metric,
+                "before": _number(e.before),
+                "after": _number(e.after),
+                "unit": e.unit,
+                "raw": list(e.raw),
+            }
+            for e in c.evidence
+        ],
+    }
+
+
+def _verdict(v: KernelVerdict) -> dict[str, Any]:
+    return {
+        "kernel": v.kernel,
+        "name": v.name,
+        "state": v.state.value,
+        "family": v.family,
+        "nvtx": v.nvtx,
+        "matched_by": v.matched_by,
+        "message": v.message,
+        "related": list(v.related),
+        "captures": list(v.captures),
+        "launches": None
+        if v.launches is None
+        else {"baseline": _number(v.launches.baseline), "current": list(v.launches.current)},
+        "causes": [_cause(c) for c in v.causes],
+        "comparisons": [_comparison(c) for c in v.comparisons],
     }
 
 
@@ -66,10 +117,10 @@ def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
     }
 
 
-def _counts(comparisons: tuple[Comparison, ...] | list[Comparison]) -> dict[str, int]:
-    out = {s.value: 0 for s in State}
-    for c in comparisons:
-        out[c.state.value] += 1
+def _counts(verdicts: tuple[KernelVerdict, ...]) -> dict[str, int]:
+    out = {s.value: 0 for s in KernelState}
+    for v in verdicts:
+        out[v.state.value] += 1
     return out
 
 
@@ -80,9 +131,9 @@ def _result(r: CheckResult) -> dict[str, Any]:
         "captures": list(r.capture_paths),
         "devices": list(r.devices),
         "warnings": list(r.warnings),
-        "counts": _counts(r.comparisons),
-        "comparisons": [_comparison(c) for c in r.ordered()],
-        "diagnoses": {k: diagnosis_dict(d) for k, d in r.diagnoses.items()},
+        "notice": r.notice,
+        "counts": _counts(r.verdicts),
+        "kernels": [_verdict(v) for v in r.ordered()],
     }
 
 
@@ -94,7 +145,8 @@ def to_dict(report: Report) -> dict[str, Any]:
         "status": {0: "passed", 1: "failed"}.get(code, "error"),
         "exit_code": code,
         "problems": list(report.problems),
-        "counts": _counts(report.comparisons),
+        "counts": _counts(report.verdicts),
+        "root_causes": report.cause_count,
         "results": [_result(r) for r in report.results],
     }
 

@@ -1,50 +1,43 @@
-"""JUnit XML: a testsuite per baseline (one per GPU), a testcase per (kernel, metric).
+"""JUnit XML: a testsuite per baseline (one per GPU), a testcase per kernel.
 
 CI servers (GitLab, Jenkins, GitHub test reporters) show classname and name, so a failed test
-reads "zoo_coalescing / sectors_per_request_ld". Regressions and missing kernels or metrics
-are <failure>s whose message gives baseline -> current, the change and the bound; input
-problems and comparisons that could not be made are <error>s; metrics the architecture does
-not have, and kernels that are not in the baseline, are <skipped>.
+reads "perfgate.zoo / zoo_coalescing", and its message leads with the root cause and the lever;
+the metric comparisons follow in the failure text. A missing kernel is one failed testcase
+that names what replaced it; input problems and comparisons that could not be made are
+<error>s; kernels new to the baseline and kernels the architecture cannot measure are
+<skipped>.
 
 junit-xml writes a `disabled` attribute on <testsuites> and <testsuite> that the strict JUnit
 schema (Jenkins xUnit's junit-10.xsd) does not allow; perfgate removes it, so the file
-validates against that schema and still reads in junitparser, GitLab and Jenkins, none of
-which use the attribute.
+validates against that schema and still reads in junitparser, GitLab and Jenkins.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from perfgate.compare import CheckResult, Comparison, Report, State
-from perfgate.reports.format import transition
+from perfgate.reports.format import headline
+from perfgate.reports.text import kernel_lines
+from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
 
 
-def _case(c: Comparison) -> TestCase:
-    case = TestCase(name=c.metric or "kernel", classname=c.kernel)
-    if c.state is State.REGRESSED:
-        message = transition(c) + (f", bound {c.bound}" if c.bound else "")
-        if c.message:
-            message += f"; {c.message}"
-        case.add_failure_info(
-            message=message, output=f"{c.kernel_name}\n{message}", failure_type="regressed"
-        )
-    elif c.state in (State.MISSING_KERNEL, State.MISSING_METRIC):
-        case.add_failure_info(message=c.message, output=c.kernel_name, failure_type=c.state.value)
-    elif c.state is State.ERROR:
-        case.add_error_info(message=c.message, output=c.kernel_name, error_type="error")
-    elif c.state is State.NEW_KERNEL:
-        case.add_skipped_info(message=f"new kernel: {c.message}", output=c.kernel_name)
-    elif c.state is State.SKIPPED:
-        case.add_skipped_info(message=c.message, output=c.kernel_name)
+def _case(v: KernelVerdict, classname: str) -> TestCase:
+    case = TestCase(name=v.kernel, classname=classname)
+    detail = "\n".join([v.name, *(line.strip() for line in kernel_lines(v, verbose=True))])
+    message = headline(v)
+    if v.state in (KernelState.REGRESSED, KernelState.MISSING, KernelState.INCOMPLETE):
+        case.add_failure_info(message=message, output=detail, failure_type=v.state.value)
+    elif v.state is KernelState.ERROR:
+        case.add_error_info(message=message, output=detail, error_type="error")
+    elif v.state is KernelState.NEW:
+        case.add_skipped_info(message=f"new kernel: {message}", output=v.name)
+    elif v.state is KernelState.SKIPPED:
+        case.add_skipped_info(message=message or "skipped", output=detail)
     else:  # pass, improved
-        case.stdout = (
-            transition(c)
-            + (f", bound {c.bound}" if c.bound else "")
-            + ("; improved" if c.state is State.IMPROVED else "")
-        )
+        case.stdout = detail
     return case
 
 
@@ -53,9 +46,10 @@ def _suite(result: CheckResult) -> TestSuite:
     properties = {"baseline": result.baseline_path, "captures": " ".join(result.capture_paths)}
     if result.baseline_gpu:
         properties["gpu"] = result.baseline_gpu
+    classname = f"perfgate.{Path(result.baseline_path).stem}"
     return TestSuite(
         f"perfgate {result.baseline_path}{gpu}",
-        [_case(c) for c in result.ordered()],
+        [_case(v, classname) for v in result.ordered()],
         properties=properties,
     )
 

@@ -1,9 +1,10 @@
 """The markdown summary people read on a blocked pull request.
 
-A status line first; then one table (kernel, metric, baseline, current, change, bound,
-verdict), regressions first; then, per regressed kernel, a `<details>` block with the stall
-breakdown before and after (a table and a picture), the occupancy limiter, and a diagnosis with
-the lever to try; passing comparisons last, folded away.
+A status line first; then one table with a row per kernel that needs attention (kernel,
+verdict, and what changed: the root cause and its lever), failures first; then, per such
+kernel, a `<details>` block with its causes, their evidence and the comparisons that follow
+from them, the metric table, occupancy and the stall breakdown before and after (a table and a
+picture); passing kernels last, folded away.
 
 Kernel names are real C++ signatures (`void at::reduce_kernel<512, 1, at::ReduceOp<float,
 ...>>(...)`): every character markdown or HTML could take for syntax is written as an entity,
@@ -19,21 +20,35 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from perfgate.compare import CheckResult, Comparison, Report, State
-from perfgate.diagnosis import Diagnosis
-from perfgate.kernel_names import function_name
-from perfgate.reports.format import VERDICT, change, value
+from perfgate.reports.format import (
+    KERNEL_VERDICT,
+    VERDICT,
+    change,
+    evidence_text,
+    headline,
+    launches_text,
+    value,
+)
 from perfgate.reports.summary import status_line
+from perfgate.verdict import (
+    CauseKind,
+    CheckResult,
+    Comparison,
+    KernelState,
+    KernelVerdict,
+    Report,
+    State,
+)
 
 ICON = {
-    State.PASS: "✅",
-    State.REGRESSED: "❌",
-    State.IMPROVED: "🟢",
-    State.MISSING_KERNEL: "❌",
-    State.MISSING_METRIC: "❌",
-    State.NEW_KERNEL: "🆕",
-    State.SKIPPED: "⏭️",
-    State.ERROR: "⚠️",
+    KernelState.PASS: "✅",
+    KernelState.IMPROVED: "🟢",
+    KernelState.REGRESSED: "❌",
+    KernelState.INCOMPLETE: "❌",
+    KernelState.MISSING: "❌",
+    KernelState.NEW: "🆕",
+    KernelState.SKIPPED: "⏭️",
+    KernelState.ERROR: "⚠️",
 }
 # ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
 _SPECIAL = set("&<>|*_`[]\\~#!{}$")
@@ -73,25 +88,27 @@ def code(text: str) -> str:
     )
 
 
-HEADER = (
-    "| Kernel | Metric | Baseline | Current | Change | Bound | Verdict |\n"
-    "|---|---|---|---|---|---|---|\n"
-)
+# Three columns: GitHub's content column is about 900 px wide, and a seven-column table pushed
+# the verdict out of view (an improvement read like a regression). The numbers are in the
+# kernel's details block below the table.
+HEADER = "| Kernel | Verdict | What changed, and what to try |\n|---|---|---|\n"
+METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | |\n|---|---|---|---|---|\n"
 
 
-def row(c: Comparison) -> str:
-    kernel = code(c.kernel)
-    # The full signature only where the id does not already say which kernel it is (an id
-    # with a hash, say); the details block below the table always shows it.
-    if c.kernel_name and function_name(c.kernel_name) != c.kernel:
-        kernel += f"<br><sub>{code(c.kernel_name)}</sub>"
-    metric = code(c.metric) if c.metric else ""
-    verdict = f"{ICON[c.state]} {VERDICT[c.state]}"
-    if c.message:
-        verdict += f"<br><sub>{cell(c.message)}</sub>"
+def row(v: KernelVerdict) -> str:
+    verdict = f"{ICON[v.state]} {KERNEL_VERDICT[v.state]}"
+    return f"| {code(v.kernel)} | {verdict} | {cell(headline(v))} |\n"
+
+
+def metric_row(c: Comparison) -> str:
+    state = VERDICT[c.state]
+    if c.explained:
+        state += f"<br><sub>{cell(c.explained)}</sub>"
+    elif c.message:
+        state += f"<br><sub>{cell(c.message)}</sub>"
+    both = f"{value(c.baseline, c.unit)} → {value(c.current, c.unit)}"
     return (
-        f"| {kernel} | {metric} | {cell(value(c.baseline, c.unit))} "
-        f"| {cell(value(c.current, c.unit))} | {cell(change(c))} | {cell(c.bound)} | {verdict} |\n"
+        f"| {code(c.metric)} | {cell(both)} | {cell(change(c))} | {cell(c.bound)} | {state} |\n"
     )
 
 
@@ -164,51 +181,49 @@ def _occupancy_line(comps: list[Comparison]) -> str:
     return f"**Occupancy**: {'; '.join(parts)}\n\n" if parts else ""
 
 
-def _diagnosis_section(diagnosis: Diagnosis | None) -> str:
-    if diagnosis is None:
-        return ""
-    out = ["**Diagnosis** of the current capture"]
-    if diagnosis.quadrant:
-        out.append(f" (speed of light: {cell(diagnosis.quadrant)})")
-    out.append(":\n\n")
-    for f in diagnosis.findings:
-        cites = "; ".join(
-            f"{cell(e.metric)} = {cell(value(e.value, e.unit))} ({code(e.source)})"
-            for e in f.evidence
-        )
-        out.append(
-            f"- **{cell(f.title)}**: {cell(f.detail)}. *Try*: {cell(f.lever)}."
-            f"<br><sub>{cites}</sub>\n"
-        )
-    if not diagnosis.findings:
-        out.append("- no rule fired\n")
-    for rule in diagnosis.not_evaluated:
-        out.append(f"- <sub>not evaluated, {cell(rule)}</sub>\n")
-    return "".join(out) + "\n"
+def _causes_section(v: KernelVerdict) -> str:
+    out = []
+    for cause in v.causes:
+        label = {
+            CauseKind.REGRESSION: "Root cause",
+            CauseKind.TRADE_OFF: "Trade-off",
+            CauseKind.IMPROVEMENT: "Improvement",
+            CauseKind.CHANGE: "Change",
+        }[cause.kind]
+        line = f"- **{label}: {cell(cause.title)}**: {cell(cause.detail)}."
+        if cause.lever:
+            line += f" *Try*: {cell(cause.lever)}."
+        if cause.evidence:
+            line += f"<br><sub>{cell(evidence_text(cause))}</sub>"
+        out.append(line + "\n")
+        follows = [c.metric for c in v.failing if c.metric in cause.explains]
+        if follows:
+            out.append(f"  - follows from it: {', '.join(code(m) for m in follows)}\n")
+    return "".join(out) + ("\n" if out else "")
 
 
 def kernel_details(result: CheckResult, pictures: Pictures) -> list[str]:
-    """One `<details>` block per kernel with a regression."""
+    """One `<details>` block per kernel that needs attention: causes first, then numbers."""
     blocks = []
-    by_kernel: dict[str, list[Comparison]] = {}
-    for c in result.comparisons:
-        by_kernel.setdefault(c.kernel, []).append(c)
-    for kernel, comps in by_kernel.items():
-        regressed = [c for c in comps if c.state is State.REGRESSED]
-        if not regressed:
+    for v in result.ordered():
+        if v.state in (KernelState.PASS, KernelState.SKIPPED, KernelState.NEW):
             continue
-        diagnosis = result.diagnoses.get(kernel)
-        headline = f" — {cell(diagnosis.headline)}" if diagnosis and diagnosis.findings else ""
-        metrics = ", ".join(cell(str(c.metric)) for c in regressed[:4]) + (
-            ", …" if len(regressed) > 4 else ""
-        )
+        comps = list(v.comparisons)
+        shown = [c for c in comps if c.state is not State.PASS or c.explained]
+        table = ""
+        if shown:
+            table = METRIC_HEADER + "".join(metric_row(c) for c in shown) + "\n"
+        where = ", ".join(code(p) for p in v.captures)
+        launches = launches_text(v)
         blocks.append(
-            f"<details><summary>❌ {code(kernel)}: {len(regressed)} regressed ({metrics})"
-            f"{headline}</summary>\n\n"
-            + f"{code(comps[0].kernel_name)}\n\n"
+            f"<details><summary>{ICON[v.state]} {code(v.kernel)}: "
+            f"{cell(KERNEL_VERDICT[v.state])}</summary>\n\n"
+            + f"{code(v.name)}\n\n"
+            + (f"{cell(launches)}; captured in {where}\n\n" if launches else "")
+            + _causes_section(v)
+            + table
             + _occupancy_line(comps)
-            + _stall_section(kernel, comps, pictures)
-            + _diagnosis_section(diagnosis)
+            + _stall_section(v.kernel, comps, pictures)
             + "</details>\n\n"
         )
     return blocks
@@ -228,6 +243,8 @@ def _head(report: Report) -> str:
         out.append(f"Baseline {code(result.baseline_path)}{gpu}, capture {captures}.\n\n")
         for warning in result.warnings:
             out.append(f"> ⚠️ {cell(warning)}\n\n")
+        if result.notice:
+            out.append(f"> ⚠️ {cell(result.notice)}\n\n")
     return "".join(out)
 
 
@@ -240,29 +257,30 @@ def render(
 ) -> str:
     """The summary; with `budget` (bytes of UTF-8) it stays under it, pointing to `full_report`."""
     pictures = pictures or Pictures()
-    attention = [c for r in report.results for c in r.ordered() if c.state is not State.PASS]
-    passing = [c for r in report.results for c in r.ordered() if c.state is State.PASS]
+    ordered = [v for r in report.results for v in r.ordered()]
+    attention = [
+        v
+        for v in ordered
+        if v.state not in (KernelState.PASS, KernelState.SKIPPED, KernelState.NEW) or v.related
+    ]
+    quiet = [v for v in ordered if v not in attention]
     details = [block for r in report.results for block in kernel_details(r, pictures)]
     head = (marker + "\n" if marker else "") + _head(report)
     sections: list[tuple[str, list[str], Callable[[int], str]]] = []
     if attention:
         sections.append(
-            (
-                HEADER,
-                [row(c) for c in attention],
-                lambda n: f"| … | {n} more rows not shown | | | | | |\n",
-            )
+            (HEADER, [row(v) for v in attention], lambda n: f"| … | {n} more kernels not shown | |\n")
         )
     if details:
-        sections.append(("", details, lambda n: f"*{n} more regressed kernels not shown.*\n\n"))
-    if passing:
+        sections.append(("", details, lambda n: f"*{n} more kernels not shown.*\n\n"))
+    if quiet:
         sections.append((
-            f"<details><summary>{len(passing)} passing comparisons</summary>\n\n" + HEADER,
-            [row(c) for c in passing],
-            lambda n: f"| … | {n} more passing rows not shown | | | | | |\n",
+            f"<details><summary>{len(quiet)} kernels passed, new or skipped</summary>\n\n" + HEADER,
+            [row(v) for v in quiet],
+            lambda n: f"| … | {n} more kernels not shown | |\n",
         ))  # fmt: skip
     return _fit(
-        head, sections, budget, full_report, closing={len(sections) - 1} if passing else set()
+        head, sections, budget, full_report, closing={len(sections) - 1} if quiet else set()
     )
 
 

@@ -2,37 +2,44 @@
 
 from __future__ import annotations
 
-from perfgate.compare import Report, State
 from perfgate.errors import ExitCode
+from perfgate.verdict import KernelState, Report
 
 _LABELS = (
-    (State.ERROR, "errors"),
-    (State.REGRESSED, "regressed"),
-    (State.MISSING_KERNEL, "missing (kernel)"),
-    (State.MISSING_METRIC, "missing (metric)"),
-    (State.IMPROVED, "improved"),
-    (State.PASS, "passed"),
-    (State.SKIPPED, "skipped"),
-    (State.NEW_KERNEL, "new kernels"),
+    (KernelState.ERROR, "errors"),
+    (KernelState.REGRESSED, "regressed"),
+    (KernelState.MISSING, "missing"),
+    (KernelState.INCOMPLETE, "incomplete"),
+    (KernelState.IMPROVED, "improved"),
+    (KernelState.PASS, "passed"),
+    (KernelState.SKIPPED, "skipped"),
+    (KernelState.NEW, "new"),
 )
 
 
 def status_line(report: Report) -> str:
+    """'perfgate check FAILED: 2 regressed (3 root causes), 1 missing, 12 passed, 3 new
+    (15 baselined kernels)': counted in kernels, as a reviewer thinks of them."""
     if report.problems:
         more = (
             f" (and {len(report.problems) - 1} more problems)" if len(report.problems) > 1 else ""
         )
         return f"perfgate check ERROR: could not check: {report.problems[0]}{more}"
     counts = report.counts()
-    gated = {
-        (r.baseline_path, c.kernel)
-        for r in report.results
-        for c in r.comparisons
-        if c.state is not State.NEW_KERNEL
-    }
-    parts = [f"{counts[s]} {label}" for s, label in _LABELS if counts[s]]
-    verdict = {ExitCode.OK: "PASSED", ExitCode.GATE_FAILED: "FAILED"}.get(report.exit_code, "ERROR")
+    parts = []
+    for state, label in _LABELS:
+        if not counts[state]:
+            continue
+        text = f"{counts[state]} {label}"
+        if state is KernelState.REGRESSED and report.cause_count:
+            n = report.cause_count
+            text += f" ({n} root cause{'s' if n != 1 else ''})"
+        parts.append(text)
+    gated = sum(1 for v in report.verdicts if v.state is not KernelState.NEW)
+    code = report.exit_code
+    verdict = {ExitCode.OK: "PASSED", ExitCode.GATE_FAILED: "FAILED"}.get(code, "ERROR")
     baselines = f", {len(report.results)} baselines" if len(report.results) > 1 else ""
     return (
-        f"perfgate check {verdict}: {', '.join(parts)} ({len(gated)} baselined kernels{baselines})"
+        f"perfgate check {verdict}: {', '.join(parts) or 'nothing to compare'} "
+        f"({gated} baselined kernels{baselines})"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from xml.sax.saxutils import escape
 
 _BAR = 14
@@ -12,7 +13,10 @@ _SCALE = _WIDTH - _LABEL - 60
 
 
 def stall_chart(
-    title: str, before: dict[str, float] | None, after: dict[str, float] | None, top: int = 8
+    title: str,
+    before: Mapping[str, float] | None,
+    after: Mapping[str, float] | None,
+    top: int = 8,
 ) -> str:
     """An SVG document; `before`/`after` map a stall reason to its share (%) of all stalls."""
     before, after = before or {}, after or {}

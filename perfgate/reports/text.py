@@ -1,39 +1,60 @@
-"""The console report: a status line, then what needs attention, one line each."""
+"""The console report: a status line, then one line per kernel that needs attention, with its
+root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
-from perfgate.compare import Report, State
-from perfgate.reports.format import VERDICT, transition
+from perfgate.reports.format import KERNEL_VERDICT, comparison_line, evidence_text, headline
 from perfgate.reports.summary import status_line
+from perfgate.verdict import CauseKind, KernelState, KernelVerdict, Report
 
-_QUIET = {State.PASS, State.IMPROVED, State.NEW_KERNEL, State.SKIPPED}
+_QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
+
+
+def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
+    label = KERNEL_VERDICT[v.state]
+    label = label if v.state in _QUIET else label.upper()
+    lines = [f"  {label:<11} {v.kernel}: {headline(v)}"]
+    if v.state in _QUIET and not verbose:
+        return lines
+    pad = " " * 14
+    shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
+    for cause in v.causes:
+        if cause is not shown_cause and cause.kind is not CauseKind.CHANGE:
+            lines.append(f"{pad}also {cause.kind.value}: {cause.title}: {cause.detail}")
+        if cause.evidence and v.state is not KernelState.MISSING:
+            lines.append(f"{pad}evidence: {evidence_text(cause)}")
+        if cause.explains:
+            follows = [c for c in v.failing if c.metric in cause.explains]
+            if follows:
+                lines.append(
+                    f"{pad}follows from it: " + "; ".join(comparison_line(c) for c in follows)
+                )
+    for c in v.unexplained():
+        lines.append(f"{pad}{comparison_line(c)}")
+    if v.state is not KernelState.PASS and v.captures:
+        lines.append(f"{pad}in {', '.join(v.captures)}")
+    return lines
 
 
 def render(report: Report, verbose: bool = False) -> str:
     lines = [status_line(report)]
     for result in report.results:
         lines.extend(f"warning: {w}" for w in result.warnings)
-        for c in result.ordered():
-            if not verbose and c.state in _QUIET:
+        if result.notice:
+            lines.append(f"notice: {result.notice}")
+        for v in result.ordered():
+            if not verbose and v.state in (KernelState.PASS, KernelState.SKIPPED):
                 continue
-            label = VERDICT[c.state] if c.state in _QUIET else VERDICT[c.state].upper()
-            where = f"{c.kernel}  {c.metric}" if c.metric else c.kernel
-            if c.state in (State.REGRESSED, State.IMPROVED, State.PASS) and c.current is not None:
-                detail = transition(c) + (f", bound {c.bound}" if c.bound else "")
-                if c.message:
-                    detail += f"; {c.message}"
-            else:
-                detail = c.message
-            lines.append(f"  {label:<15} {where}: {detail}")
-        for kernel, diagnosis in result.diagnoses.items():
-            if diagnosis.findings:
-                top = diagnosis.findings[0]
-                lines.append(
-                    f"  diagnosis       {kernel}: {top.title}: {top.detail}; try: {top.lever}"
-                )
-    improved = sum(1 for c in report.comparisons if c.state is State.IMPROVED)
-    if improved and not verbose:
-        lines.append(
-            f"  ({improved} improved; re-record the baseline to lock the gains in; -v lists them)"
-        )
+            if not verbose and v.state is KernelState.NEW and not v.related:
+                continue
+            lines.extend(kernel_lines(v, verbose))
+    new = sum(1 for v in report.verdicts if v.state is KernelState.NEW and not v.related)
+    improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
+    tail = []
+    if new and not verbose:
+        tail.append(f"{new} new kernels not in the baseline")
+    if improved:
+        tail.append("re-record the baseline to lock the improvements in")
+    if tail:
+        lines.append(f"  ({'; '.join(tail)}; -v lists every kernel)")
     return "\n".join(lines) + "\n"
