@@ -145,8 +145,7 @@ STALLS: Mapping[str, tuple[str, str]] = {
         "fewer, wider shared-memory accesses; move lookup tables out of the hot loop",
     ),
     "short_scoreboard": (
-        "warps wait for MIO results: shared memory, special math functions (MUFU), some "
-        "converts",
+        "warps wait for MIO results: shared memory, special math functions (MUFU), some converts",
         "fewer shared-memory round trips per FLOP (keep values in registers), avoid bank "
         "conflicts, fast-math intrinsics (__expf) for MUFU-heavy code",
     ),

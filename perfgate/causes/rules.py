@@ -48,9 +48,15 @@ def _cause(
 ) -> RootCause:
     # The lever and the consequences are filled in by the registry (family, trade-off).
     return RootCause(
-        mechanism, kind, title, detail, LEVERS.get(mechanism, ""), ev(delta, *evidence),
-        evidence, score,
-    )  # fmt: skip
+        mechanism,
+        kind,
+        title,
+        detail,
+        LEVERS.get(mechanism, ""),
+        ev(delta, *evidence),
+        evidence,
+        score,
+    )
 
 
 # -- memory access ---------------------------------------------------------------------------
@@ -70,38 +76,67 @@ def _uncoalesced(op: str, delta: KernelDelta) -> RootCause | None:
     if single(delta):
         if eff_a is not None:
             if 0 < eff_a < 80:
-                return _cause(mechanism, CauseKind.REGRESSION, f"Uncoalesced global {plural}",
-                              f"{eff_a:.0f}% of the bytes in the fetched sectors are used"
-                              + (f" ({spr_a:.1f} sectors per request)" if spr_a else ""),
-                              delta, cites, 85 if eff_a < 50 else 60)  # fmt: skip
+                return _cause(
+                    mechanism,
+                    CauseKind.REGRESSION,
+                    f"Uncoalesced global {plural}",
+                    f"{eff_a:.0f}% of the bytes in the fetched sectors are used"
+                    + (f" ({spr_a:.1f} sectors per request)" if spr_a else ""),
+                    delta,
+                    cites,
+                    85 if eff_a < 50 else 60,
+                )
             return None
         if spr_a is not None and spr_a > 4.5:
-            return _cause(mechanism, CauseKind.REGRESSION, f"Possibly uncoalesced global {plural}",
-                          f"{spr_a:.1f} sectors per request: 4 is ideal for 4-byte accesses, 8 "
-                          "and 16 for 8- and 16-byte vectors, 32 is one sector per lane",
-                          delta, cites, 85 if spr_a > 16 else 30)  # fmt: skip
+            return _cause(
+                mechanism,
+                CauseKind.REGRESSION,
+                f"Possibly uncoalesced global {plural}",
+                f"{spr_a:.1f} sectors per request: 4 is ideal for 4-byte accesses, 8 "
+                "and 16 for 8- and 16-byte vectors, 32 is one sector per lane",
+                delta,
+                cites,
+                85 if spr_a > 16 else 30,
+            )
         return None
     if eff_b is not None and eff_a is not None:
         if not (eff_a < 80 and eff_a < eff_b * 0.8):
             return None
         if spr_b is not None and spr_a is not None and spr_a < spr_b:
             return None  # fewer sectors per request: narrower accesses, not scattered ones
-        detail = (f"bytes used per fetched sector fell from {eff_b:.0f}% to {eff_a:.0f}%"
-                  + (f"; sectors per request {spr_b:.1f} -> {spr_a:.1f}"
-                     if spr_b is not None and spr_a is not None else ""))  # fmt: skip
-        return _cause(mechanism, CauseKind.REGRESSION, f"Global {plural} became uncoalesced",
-                      detail, delta, cites, 90 + min(10.0, eff_b / max(eff_a, 1.0)))  # fmt: skip
+        detail = f"bytes used per fetched sector fell from {eff_b:.0f}% to {eff_a:.0f}%" + (
+            f"; sectors per request {spr_b:.1f} -> {spr_a:.1f}"
+            if spr_b is not None and spr_a is not None
+            else ""
+        )
+        return _cause(
+            mechanism,
+            CauseKind.REGRESSION,
+            f"Global {plural} became uncoalesced",
+            detail,
+            delta,
+            cites,
+            90 + min(10.0, eff_b / max(eff_a, 1.0)),
+        )
     if spr_b is None or spr_a is None or not (spr_a > 4.5 and spr_a >= spr_b * 1.5):
         return None
     sectors = delta.ratio(f"global_{word}_sectors")
     instructions = delta.ratio("instructions_executed")
-    if (sectors is not None and sectors < 1.2) or (sectors is None and instructions is not None
-                                                   and instructions < 0.9):
+    if (sectors is not None and sectors < 1.2) or (
+        sectors is None and instructions is not None and instructions < 0.9
+    ):
         return None  # the same sectors in fewer, wider requests: vectorised-access's case
-    return _cause(mechanism, CauseKind.REGRESSION, f"Global {plural} became uncoalesced",
-                  f"sectors per request {spr_b:.1f} -> {spr_a:.1f}"
-                  + (f", sectors {times(sectors)}" if sectors else "")
-                  + " at the same or more instructions", delta, cites, 88)  # fmt: skip
+    return _cause(
+        mechanism,
+        CauseKind.REGRESSION,
+        f"Global {plural} became uncoalesced",
+        f"sectors per request {spr_b:.1f} -> {spr_a:.1f}"
+        + (f", sectors {times(sectors)}" if sectors else "")
+        + " at the same or more instructions",
+        delta,
+        cites,
+        88,
+    )
 
 
 def uncoalesced_loads(delta: KernelDelta) -> RootCause | None:
@@ -131,11 +166,21 @@ def vectorized_access(delta: KernelDelta) -> RootCause | None:
             ok = instructions is not None and instructions < 0.9
         if ok:
             kind = CauseKind.IMPROVEMENT if faster(delta) else CauseKind.CHANGE
-            return _cause("vectorized-access", kind, f"Wider vector {plural}",
-                          f"sectors per request {times(spr)} with the bytes used per sector "
-                          "unchanged: each request now moves more data (vector accesses)",
-                          delta, (f"sectors_per_request_{op}", f"global_{word}_efficiency",
-                                  f"global_{word}_sectors", "instructions_executed"), 40)  # fmt: skip
+            return _cause(
+                "vectorized-access",
+                kind,
+                f"Wider vector {plural}",
+                f"sectors per request {times(spr)} with the bytes used per sector "
+                "unchanged: each request now moves more data (vector accesses)",
+                delta,
+                (
+                    f"sectors_per_request_{op}",
+                    f"global_{word}_efficiency",
+                    f"global_{word}_sectors",
+                    "instructions_executed",
+                ),
+                40,
+            )
     return None
 
 
@@ -149,21 +194,42 @@ def _warps(delta: KernelDelta) -> float | None:
 def atomic_contention(delta: KernelDelta) -> RootCause | None:
     """Atomics serialise on one L2 line: requests up, and warps wait in drain (at exit, for
     the writes) or lg_throttle (the LSU queue full) while DRAM idles (seed 001, phase 2)."""
-    name = next((m for m in ("l2_atomic_requests", "global_atomic_requests")
-                 if num(delta.current, m) is not None), None)  # fmt: skip
+    name = next(
+        (
+            m
+            for m in ("l2_atomic_requests", "global_atomic_requests")
+            if num(delta.current, m) is not None
+        ),
+        None,
+    )
     if name is None:
         return None
     after = num(delta.current, name) or 0.0
     stalls = ("drain", "lg_throttle")
-    cites = (name, "stall.drain", "stall.lg_throttle", "stall_cpi.drain", "stall_cpi.lg_throttle",
-             "dominant_stall", "l2_hit_rate", "instructions_executed")  # fmt: skip
+    cites = (
+        name,
+        "stall.drain",
+        "stall.lg_throttle",
+        "stall_cpi.drain",
+        "stall_cpi.lg_throttle",
+        "dominant_stall",
+        "l2_hit_rate",
+        "instructions_executed",
+    )
     if single(delta):
         dominant = label(delta.current, "dominant_stall")
         warps = _warps(delta)
         if dominant in stalls and warps and after / warps >= 1.0:
-            return _cause("atomic-contention", CauseKind.REGRESSION, "Atomic contention",
-                          f"{dominant} is the dominant stall with {after / warps:.1f} atomic "
-                          "requests per warp", delta, cites, 90)  # fmt: skip
+            return _cause(
+                "atomic-contention",
+                CauseKind.REGRESSION,
+                "Atomic contention",
+                f"{dominant} is the dominant stall with {after / warps:.1f} atomic "
+                "requests per warp",
+                delta,
+                cites,
+                90,
+            )
         return None
     r = delta.ratio(name)
     before = num(delta.baseline, name) or 0.0
@@ -172,10 +238,17 @@ def atomic_contention(delta: KernelDelta) -> RootCause | None:
     cpi = max((delta.ratio(f"stall_cpi.{s}") or 0.0) for s in stalls)
     if not grew or not (waits >= 5 or cpi >= 1.5 or slower(delta)):
         return None
-    return _cause("atomic-contention", CauseKind.REGRESSION, "Atomic contention",
-                  f"atomic requests {fmt(before)} -> {fmt(after)} ({times(r)}); drain and "
-                  f"lg_throttle gained {waits:.0f} points of the stalls: writes to few "
-                  "addresses serialise in L2", delta, cites, 97)  # fmt: skip
+    return _cause(
+        "atomic-contention",
+        CauseKind.REGRESSION,
+        "Atomic contention",
+        f"atomic requests {fmt(before)} -> {fmt(after)} ({times(r)}); drain and "
+        f"lg_throttle gained {waits:.0f} points of the stalls: writes to few "
+        "addresses serialise in L2",
+        delta,
+        cites,
+        97,
+    )
 
 
 # -- registers, local memory, occupancy ------------------------------------------------------
@@ -207,12 +280,15 @@ def _single_occupancy(delta: KernelDelta, resource: str, metric: str) -> RootCau
     what = "registers per thread" if resource == "registers" else "bytes of shared memory per block"
     mechanism = "occupancy-registers" if resource == "registers" else "occupancy-shared-memory"
     title = f"Occupancy limited by {'registers' if resource == 'registers' else 'shared memory'}"
-    detail = (f"{fmt(num(delta.current, metric))} {what} bound the blocks per SM"
-              + (f"; theoretical occupancy {theo:.0f}%" if theo is not None else "")
-              + (f", achieved {ach:.0f}%" if ach is not None else ""))  # fmt: skip
+    detail = (
+        f"{fmt(num(delta.current, metric))} {what} bound the blocks per SM"
+        + (f"; theoretical occupancy {theo:.0f}%" if theo is not None else "")
+        + (f", achieved {ach:.0f}%" if ach is not None else "")
+    )
     low = ach is not None and ach < 60
-    return _cause(mechanism, CauseKind.REGRESSION, title, detail, delta, (metric, *_OCC),
-                  70 if low else 55)  # fmt: skip
+    return _cause(
+        mechanism, CauseKind.REGRESSION, title, detail, delta, (metric, *_OCC), 70 if low else 55
+    )
 
 
 def _local_fell(delta: KernelDelta) -> bool:
@@ -227,18 +303,32 @@ def occupancy_registers(delta: KernelDelta) -> RootCause | None:
         return _single_occupancy(delta, "registers", "registers_per_thread")
     rb, ra = num(delta.baseline, "registers_per_thread"), num(delta.current, "registers_per_thread")
     fell = _occupancy_fell(delta)
-    if rb is None or ra is None or ra <= rb or fell is None or _limited_by(delta, "registers") is False:
+    if (
+        rb is None
+        or ra is None
+        or ra <= rb
+        or fell is None
+        or _limited_by(delta, "registers") is False
+    ):
         return None
     if _local_fell(delta):
         return None
     b, a = fell
     detail = f"registers per thread {rb:.0f} -> {ra:.0f}" + (
         f"; theoretical occupancy {b:.0f}% -> {a:.0f}% (registers now the limiter)"
-        if not math.isnan(b) else "; registers now limit occupancy")  # fmt: skip
+        if not math.isnan(b)
+        else "; registers now limit occupancy"
+    )
     score = 80 + (min(10.0, (b - a) / 5) if not math.isnan(b) else 0)
-    return _cause("occupancy-registers", CauseKind.REGRESSION,
-                  "Register pressure cut occupancy", detail, delta,
-                  ("registers_per_thread", *_OCC), score)  # fmt: skip
+    return _cause(
+        "occupancy-registers",
+        CauseKind.REGRESSION,
+        "Register pressure cut occupancy",
+        detail,
+        delta,
+        ("registers_per_thread", *_OCC),
+        score,
+    )
 
 
 def occupancy_shared_memory(delta: KernelDelta) -> RootCause | None:
@@ -254,11 +344,19 @@ def occupancy_shared_memory(delta: KernelDelta) -> RootCause | None:
     b, a = fell
     detail = f"shared memory per block {fmt(sb)} -> {fmt(sa)} bytes" + (
         f"; theoretical occupancy {b:.0f}% -> {a:.0f}% (shared memory now the limiter)"
-        if not math.isnan(b) else "; shared memory now limits occupancy")  # fmt: skip
+        if not math.isnan(b)
+        else "; shared memory now limits occupancy"
+    )
     score = 80 + (min(10.0, (b - a) / 5) if not math.isnan(b) else 0)
-    return _cause("occupancy-shared-memory", CauseKind.REGRESSION,
-                  "Shared memory per block cut occupancy", detail, delta,
-                  ("shared_memory_per_block", *_OCC), score)  # fmt: skip
+    return _cause(
+        "occupancy-shared-memory",
+        CauseKind.REGRESSION,
+        "Shared memory per block cut occupancy",
+        detail,
+        delta,
+        ("shared_memory_per_block", *_OCC),
+        score,
+    )
 
 
 def occupancy_limiter(delta: KernelDelta) -> RootCause | None:
@@ -273,40 +371,75 @@ def occupancy_limiter(delta: KernelDelta) -> RootCause | None:
     if fell is not None and theo_known:
         if set(la.split("+")) & {"registers", "shared_mem"}:
             return None  # occupancy-registers / occupancy-shared-memory say it better
-        return _cause("occupancy-limiter", CauseKind.REGRESSION,
-                      f"Occupancy now limited by {la}",
-                      f"the limiter changed from {lb} to {la} and theoretical occupancy fell "
-                      f"{fell[0]:.0f}% -> {fell[1]:.0f}%", delta, cites, 70)  # fmt: skip
-    return _cause("occupancy-limiter", CauseKind.CHANGE, "Occupancy limiter changed",
-                  f"the limiter changed from {lb} to {la} without lowering theoretical "
-                  "occupancy", delta, cites, 10)  # fmt: skip
+        return _cause(
+            "occupancy-limiter",
+            CauseKind.REGRESSION,
+            f"Occupancy now limited by {la}",
+            f"the limiter changed from {lb} to {la} and theoretical occupancy fell "
+            f"{fell[0]:.0f}% -> {fell[1]:.0f}%",
+            delta,
+            cites,
+            70,
+        )
+    return _cause(
+        "occupancy-limiter",
+        CauseKind.CHANGE,
+        "Occupancy limiter changed",
+        f"the limiter changed from {lb} to {la} without lowering theoretical occupancy",
+        delta,
+        cites,
+        10,
+    )
 
 
 def local_memory(delta: KernelDelta) -> RootCause | None:
     """Local-memory sectors appeared: registers spill (registers fell or sit at a cap), or an
     array is indexed at run time. Both show as long_scoreboard and lg_throttle (NCU_FACTS)."""
     a = num(delta.current, "local_memory_sectors")
-    cites = ("local_memory_sectors", "registers_per_thread", "instructions_executed",
-             "dram_bytes", "l2_hit_rate", "stall.long_scoreboard", "stall.lg_throttle",
-             "stall_cpi.long_scoreboard")  # fmt: skip
+    cites = (
+        "local_memory_sectors",
+        "registers_per_thread",
+        "instructions_executed",
+        "dram_bytes",
+        "l2_hit_rate",
+        "stall.long_scoreboard",
+        "stall.lg_throttle",
+        "stall_cpi.long_scoreboard",
+    )
     if a is None:
         return None
     if single(delta):
         if a <= 0:
             return None
-        return _cause("local-memory", CauseKind.REGRESSION, "Local-memory traffic",
-                      f"{fmt(a)} local-memory sectors: registers spill, or an array is indexed "
-                      "at run time", delta, cites, 75)  # fmt: skip
+        return _cause(
+            "local-memory",
+            CauseKind.REGRESSION,
+            "Local-memory traffic",
+            f"{fmt(a)} local-memory sectors: registers spill, or an array is indexed at run time",
+            delta,
+            cites,
+            75,
+        )
     b = num(delta.baseline, "local_memory_sectors")
     if b is None or not (a > b * 1.5 and a - b > 1024):
         return None
     rb, ra = num(delta.baseline, "registers_per_thread"), num(delta.current, "registers_per_thread")
     spills = rb is not None and ra is not None and ra < rb
     title = "Registers now spill to local memory" if spills else "Local-memory traffic appeared"
-    why = (f"registers per thread {rb:.0f} -> {ra:.0f}: the compiler spills" if spills
-           else "registers unchanged: an array indexed at run time, or new spills")  # fmt: skip
-    return _cause("local-memory", CauseKind.REGRESSION, title,
-                  f"local-memory sectors {fmt(b)} -> {fmt(a)}; {why}", delta, cites, 92)  # fmt: skip
+    why = (
+        f"registers per thread {rb:.0f} -> {ra:.0f}: the compiler spills"
+        if spills
+        else "registers unchanged: an array indexed at run time, or new spills"
+    )
+    return _cause(
+        "local-memory",
+        CauseKind.REGRESSION,
+        title,
+        f"local-memory sectors {fmt(b)} -> {fmt(a)}; {why}",
+        delta,
+        cites,
+        92,
+    )
 
 
 def spills_removed(delta: KernelDelta) -> RootCause | None:
@@ -321,11 +454,22 @@ def spills_removed(delta: KernelDelta) -> RootCause | None:
     b, a = num(delta.baseline, "local_memory_sectors"), num(delta.current, "local_memory_sectors")
     gated = any(c.state.value == "regressed" for c in delta.comparisons)
     kind = CauseKind.TRADE_OFF if gated or not faster(delta) else CauseKind.IMPROVEMENT
-    return _cause("spills-removed", kind, "Register spills removed",
-                  f"local-memory sectors {fmt(b)} -> {fmt(a)} with registers per thread "
-                  f"{rb:.0f} -> {ra:.0f}" + ("; the kernel got faster" if faster(delta) else ""),
-                  delta, ("local_memory_sectors", "registers_per_thread", *_OCC,
-                          "instructions_executed", "dram_bytes"), 96)  # fmt: skip
+    return _cause(
+        "spills-removed",
+        kind,
+        "Register spills removed",
+        f"local-memory sectors {fmt(b)} -> {fmt(a)} with registers per thread "
+        f"{rb:.0f} -> {ra:.0f}" + ("; the kernel got faster" if faster(delta) else ""),
+        delta,
+        (
+            "local_memory_sectors",
+            "registers_per_thread",
+            *_OCC,
+            "instructions_executed",
+            "dram_bytes",
+        ),
+        96,
+    )
 
 
 # -- shared memory, divergence, pipelining, tensor cores -------------------------------------
@@ -337,8 +481,13 @@ def bank_conflicts(delta: KernelDelta) -> RootCause | None:
     """Conflicts per warp instruction (else per shared-memory wavefront): an n-way conflict
     replays the access n times (seed 003, Level 2.A metric 4)."""
     per = next((m for m in _SHARED_PER if num(delta.current, m)), None)
-    cites = ("shared_bank_conflicts", "stall.mio_throttle", "stall.short_scoreboard",
-             "l1tex_throughput", *( (per,) if per else ()))  # fmt: skip
+    cites = (
+        "shared_bank_conflicts",
+        "stall.mio_throttle",
+        "stall.short_scoreboard",
+        "l1tex_throughput",
+        *((per,) if per else ()),
+    )
     ca = num(delta.current, "shared_bank_conflicts")
     if ca is None:
         return None
@@ -347,9 +496,15 @@ def bank_conflicts(delta: KernelDelta) -> RootCause | None:
         if rate_a is None or rate_a <= 0.01:
             return None
         unit_name = "warp instruction" if per == _SHARED_PER[0] else "wavefront"
-        return _cause("bank-conflicts", CauseKind.REGRESSION, "Shared-memory bank conflicts",
-                      f"{fmt(ca)} conflicts, {rate_a:.2f} per {unit_name}", delta, cites,
-                      80)  # fmt: skip
+        return _cause(
+            "bank-conflicts",
+            CauseKind.REGRESSION,
+            "Shared-memory bank conflicts",
+            f"{fmt(ca)} conflicts, {rate_a:.2f} per {unit_name}",
+            delta,
+            cites,
+            80,
+        )
     cb = num(delta.baseline, "shared_bank_conflicts")
     if cb is None:
         return None
@@ -363,9 +518,15 @@ def bank_conflicts(delta: KernelDelta) -> RootCause | None:
         how = "count only"
     if not fired:
         return None
-    return _cause("bank-conflicts", CauseKind.REGRESSION, "Shared-memory bank conflicts",
-                  f"bank conflicts {fmt(cb)} -> {fmt(ca)} ({how})", delta, cites,
-                  88 + min(8.0, math.log2(max(ca, 1) / max(cb, 1))))  # fmt: skip
+    return _cause(
+        "bank-conflicts",
+        CauseKind.REGRESSION,
+        "Shared-memory bank conflicts",
+        f"bank conflicts {fmt(cb)} -> {fmt(ca)} ({how})",
+        delta,
+        cites,
+        88 + min(8.0, math.log2(max(ca, 1) / max(cb, 1))),
+    )
 
 
 def divergence(delta: KernelDelta) -> RootCause | None:
@@ -378,17 +539,32 @@ def divergence(delta: KernelDelta) -> RootCause | None:
     if single(delta):
         if a >= 80:
             return None
-        return _cause("divergence", CauseKind.REGRESSION, "Warp divergence",
-                      f"{a:.0f}% of a warp's threads are active per instruction", delta, cites,
-                      65)  # fmt: skip
+        return _cause(
+            "divergence",
+            CauseKind.REGRESSION,
+            "Warp divergence",
+            f"{a:.0f}% of a warp's threads are active per instruction",
+            delta,
+            cites,
+            65,
+        )
     b = num(delta.baseline, "warp_execution_efficiency")
     if b is None or not (a < b - 5 and a < 90):
         return None
-    return _cause("divergence", CauseKind.REGRESSION, "Warps diverge",
-                  f"active threads per warp instruction {b:.0f}% -> {a:.0f}%"
-                  + (f"; instructions {times(delta.ratio('instructions_executed'))}"
-                     if delta.ratio("instructions_executed") else ""), delta, cites,
-                  85 + (b - a) / 10)  # fmt: skip
+    return _cause(
+        "divergence",
+        CauseKind.REGRESSION,
+        "Warps diverge",
+        f"active threads per warp instruction {b:.0f}% -> {a:.0f}%"
+        + (
+            f"; instructions {times(delta.ratio('instructions_executed'))}"
+            if delta.ratio("instructions_executed")
+            else ""
+        ),
+        delta,
+        cites,
+        85 + (b - a) / 10,
+    )
 
 
 def _same_work(delta: KernelDelta) -> bool:
@@ -408,44 +584,69 @@ def lost_pipelining(delta: KernelDelta) -> RootCause | None:
     that occupancy is not the fix when warps all wait on memory)."""
     if single(delta) or not slower(delta) or not _same_work(delta):
         return None
-    tb, ta = num(delta.baseline, "theoretical_occupancy"), num(delta.current, "theoretical_occupancy")
+    tb, ta = (
+        num(delta.baseline, "theoretical_occupancy"),
+        num(delta.current, "theoretical_occupancy"),
+    )
     if tb is not None and ta is not None and ta < tb - 0.5:
         return None  # an occupancy rule's case
     smem = delta.ratio("shared_memory_per_block")
     tensor = delta.ratio("tensor_pipe_utilization")
     signals = {
         "long_scoreboard share": share_rise(delta, "long_scoreboard") >= 5,
-        "long_scoreboard cycles per instruction": (delta.ratio("stall_cpi.long_scoreboard")
-                                                   or 0) >= 1.25,
+        "long_scoreboard cycles per instruction": (delta.ratio("stall_cpi.long_scoreboard") or 0)
+        >= 1.25,
         "wait share": share_rise(delta, "wait") >= 5,
         "wait cycles per instruction": (delta.ratio("stall_cpi.wait") or 0) >= 1.25,
         "shared memory per block": smem is not None and smem <= 0.75,
-        "tensor pipe utilization": tensor is not None and tensor <= 0.8
+        "tensor pipe utilization": tensor is not None
+        and tensor <= 0.8
         and (num(delta.baseline, "tensor_pipe_utilization") or 0) >= 5,
-    }  # fmt: skip
+    }
     fired = [k for k, v in signals.items() if v]
     latency = any(k.startswith(("long_scoreboard", "wait")) for k in fired)
     if not (latency or len(fired) >= 2):
         return None
-    detail = (f"at the same work, {', '.join(fired)} moved"
-              + (f"; shared memory per block {times(smem)}" if smem else "")
-              + (f"; tensor pipe {times(tensor)}" if tensor else "")
-              + "; theoretical occupancy did not fall, so occupancy is not the lever")  # fmt: skip
-    return _cause("lost-pipelining", CauseKind.REGRESSION,
-                  "Lost latency hiding (software pipelining)", detail, delta,
-                  ("shared_memory_per_block", "tensor_pipe_utilization", "stall.long_scoreboard",
-                   "stall.wait", "stall_cpi.long_scoreboard", "stall_cpi.wait",
-                   "registers_per_thread", "occupancy_limiter", "theoretical_occupancy"),
-                  78 + 3 * len(fired))  # fmt: skip
+    detail = (
+        f"at the same work, {', '.join(fired)} moved"
+        + (f"; shared memory per block {times(smem)}" if smem else "")
+        + (f"; tensor pipe {times(tensor)}" if tensor else "")
+        + "; theoretical occupancy did not fall, so occupancy is not the lever"
+    )
+    return _cause(
+        "lost-pipelining",
+        CauseKind.REGRESSION,
+        "Lost latency hiding (software pipelining)",
+        detail,
+        delta,
+        (
+            "shared_memory_per_block",
+            "tensor_pipe_utilization",
+            "stall.long_scoreboard",
+            "stall.wait",
+            "stall_cpi.long_scoreboard",
+            "stall_cpi.wait",
+            "registers_per_thread",
+            "occupancy_limiter",
+            "theoretical_occupancy",
+        ),
+        78 + 3 * len(fired),
+    )
 
 
 def tensor_cores_lost(delta: KernelDelta) -> RootCause | None:
     """Tensor-pipe instructions to about zero: the math moved to the FMA pipe (a dtype, a
     shape, or a code path without WMMA/wgmma; seed 003 Level 2.B metric 1)."""
-    cites = ("tensor_instructions", "tensor_pipe_utilization", "instructions_executed",
-             "sm_throughput")  # fmt: skip
-    ti_a, util_a = num(delta.current, "tensor_instructions"), num(delta.current,
-                                                                  "tensor_pipe_utilization")
+    cites = (
+        "tensor_instructions",
+        "tensor_pipe_utilization",
+        "instructions_executed",
+        "sm_throughput",
+    )
+    ti_a, util_a = (
+        num(delta.current, "tensor_instructions"),
+        num(delta.current, "tensor_pipe_utilization"),
+    )
     if single(delta):
         if not _MATMUL_NAME.search(delta.current.name):
             return None
@@ -458,9 +659,15 @@ def tensor_cores_lost(delta: KernelDelta) -> RootCause | None:
             return None
         if not low:
             return None
-        return _cause("no-tensor-cores", CauseKind.REGRESSION,
-                      "Matrix kernel without tensor-core work",
-                      f"tensor-pipe instructions are {said}", delta, cites, 80)  # fmt: skip
+        return _cause(
+            "no-tensor-cores",
+            CauseKind.REGRESSION,
+            "Matrix kernel without tensor-core work",
+            f"tensor-pipe instructions are {said}",
+            delta,
+            cites,
+            80,
+        )
     ti_b = num(delta.baseline, "tensor_instructions")
     if ti_b is not None and ti_a is not None:
         if ti_b <= 0 or ti_a > 0.2 * ti_b:
@@ -472,15 +679,27 @@ def tensor_cores_lost(delta: KernelDelta) -> RootCause | None:
             return None
         detail = f"tensor pipe busy {util_b:.2f}% -> {util_a:.2f}% of active cycles"
     r = delta.ratio("instructions_executed")
-    return _cause("no-tensor-cores", CauseKind.REGRESSION, "Tensor cores no longer used",
-                  detail + (f"; instructions {times(r)} (the math moved to the FMA pipe)"
-                            if r and r > 1.5 else ""), delta, cites, 98)  # fmt: skip
+    return _cause(
+        "no-tensor-cores",
+        CauseKind.REGRESSION,
+        "Tensor cores no longer used",
+        detail
+        + (f"; instructions {times(r)} (the math moved to the FMA pipe)" if r and r > 1.5 else ""),
+        delta,
+        cites,
+        98,
+    )
 
 
 # -- work and launches -----------------------------------------------------------------------
 
-_WORK = ("instructions_executed", "dram_bytes", "global_load_sectors", "global_store_sectors",
-         "l2_sectors")  # fmt: skip
+_WORK = (
+    "instructions_executed",
+    "dram_bytes",
+    "global_load_sectors",
+    "global_store_sectors",
+    "l2_sectors",
+)
 
 
 def _efficiency_held(delta: KernelDelta) -> bool:
@@ -513,9 +732,15 @@ def more_work(delta: KernelDelta) -> RootCause | None:
     if not moved:
         return None
     what = ", ".join(f"{m} {times(r)}" for m, r in moved)
-    return _cause("more-work", CauseKind.REGRESSION, "More work",
-                  f"{what} at the same access and warp efficiency", delta,
-                  tuple(m for m, _ in moved), 60)  # fmt: skip
+    return _cause(
+        "more-work",
+        CauseKind.REGRESSION,
+        "More work",
+        f"{what} at the same access and warp efficiency",
+        delta,
+        tuple(m for m, _ in moved),
+        60,
+    )
 
 
 def less_work(delta: KernelDelta) -> RootCause | None:
@@ -526,8 +751,15 @@ def less_work(delta: KernelDelta) -> RootCause | None:
     if not moved:
         return None
     what = ", ".join(f"{m} {times(r)}" for m, r in moved)
-    return _cause("less-work", CauseKind.IMPROVEMENT, "Less work",
-                  f"{what}; the kernel got faster", delta, tuple(m for m, _ in moved), 40)
+    return _cause(
+        "less-work",
+        CauseKind.IMPROVEMENT,
+        "Less work",
+        f"{what}; the kernel got faster",
+        delta,
+        tuple(m for m, _ in moved),
+        40,
+    )
 
 
 def launch_count(delta: KernelDelta) -> RootCause | None:
@@ -535,11 +767,16 @@ def launch_count(delta: KernelDelta) -> RootCause | None:
     if single(delta) or b is None or a is None or a == b:
         return None
     more = a > b
-    return _cause("launch-count", CauseKind.REGRESSION if more else CauseKind.IMPROVEMENT,
-                  "Launched more often" if more else "Launched less often",
-                  f"{b:g} -> {a:g} launches per captured run"
-                  + (": a redundant launch, total time grows with it" if more else ""),
-                  delta, ("launches", "total_time"), 75 if more else 30)  # fmt: skip
+    return _cause(
+        "launch-count",
+        CauseKind.REGRESSION if more else CauseKind.IMPROVEMENT,
+        "Launched more often" if more else "Launched less often",
+        f"{b:g} -> {a:g} launches per captured run"
+        + (": a redundant launch, total time grows with it" if more else ""),
+        delta,
+        ("launches", "total_time"),
+        75 if more else 30,
+    )
 
 
 def launch_shape(delta: KernelDelta) -> RootCause | None:
@@ -548,12 +785,20 @@ def launch_shape(delta: KernelDelta) -> RootCause | None:
         return None
     if b.grid == a.grid and b.block == a.block:
         return None
-    parts = [f"{w} {'x'.join(map(str, x))} -> {'x'.join(map(str, y))}"
-             for w, x, y in (("grid", b.grid, a.grid), ("block", b.block, a.block))
-             if x != y and x is not None and y is not None]  # fmt: skip
-    return _cause("launch-shape", CauseKind.CHANGE, "Launch configuration changed",
-                  "; ".join(parts), delta, ("theoretical_occupancy", "instructions_executed"),
-                  72 if slower(delta) else 25)  # fmt: skip
+    parts = [
+        f"{w} {'x'.join(map(str, x))} -> {'x'.join(map(str, y))}"
+        for w, x, y in (("grid", b.grid, a.grid), ("block", b.block, a.block))
+        if x != y and x is not None and y is not None
+    ]
+    return _cause(
+        "launch-shape",
+        CauseKind.CHANGE,
+        "Launch configuration changed",
+        "; ".join(parts),
+        delta,
+        ("theoretical_occupancy", "instructions_executed"),
+        72 if slower(delta) else 25,
+    )
 
 
 # -- stall fingerprints (the fallback) -------------------------------------------------------
@@ -568,9 +813,15 @@ def stall_shift(delta: KernelDelta) -> RootCause | None:
             return None
         pct = share(delta.current, top) or 0.0
         meaning, lever = STALLS.get(top, ("", ""))
-        cause = _cause(f"stall-{top}", CauseKind.REGRESSION, f"Dominant stall: {top}",
-                       f"{pct:.0f}% of stalls" + (f": {meaning}" if meaning else ""), delta,
-                       ("dominant_stall", f"stall.{top}"), 50 if pct >= 20 else 20)  # fmt: skip
+        cause = _cause(
+            f"stall-{top}",
+            CauseKind.REGRESSION,
+            f"Dominant stall: {top}",
+            f"{pct:.0f}% of stalls" + (f": {meaning}" if meaning else ""),
+            delta,
+            ("dominant_stall", f"stall.{top}"),
+            50 if pct >= 20 else 20,
+        )
         return _with_lever(cause, lever)
     reasons = set(delta.current.shares or {}) | {
         k.removeprefix("stall.") for k in delta.current.values if k.startswith("stall.")
@@ -582,10 +833,15 @@ def stall_shift(delta: KernelDelta) -> RootCause | None:
     if rises[top] < 10:
         return None
     meaning, lever = STALLS.get(top, ("", ""))
-    cause = _cause(f"stall-{top}", CauseKind.REGRESSION, f"More {top} stalls",
-                   f"{top} gained {rises[top]:.0f} points of the stalls"
-                   + (f": {meaning}" if meaning else ""), delta,
-                   ("dominant_stall", f"stall.{top}", f"stall_cpi.{top}"), 20)  # fmt: skip
+    cause = _cause(
+        f"stall-{top}",
+        CauseKind.REGRESSION,
+        f"More {top} stalls",
+        f"{top} gained {rises[top]:.0f} points of the stalls" + (f": {meaning}" if meaning else ""),
+        delta,
+        ("dominant_stall", f"stall.{top}", f"stall_cpi.{top}"),
+        20,
+    )
     return _with_lever(cause, lever)
 
 
@@ -596,9 +852,15 @@ def dram_bound(delta: KernelDelta) -> RootCause | None:
     dram = num(delta.current, "dram_throughput")
     if label(delta.current, "dominant_stall") != "long_scoreboard" or dram is None or dram <= 80:
         return None
-    cause = _cause("dram-bound", CauseKind.REGRESSION, "Bound by DRAM bandwidth",
-                   f"DRAM throughput {dram:.0f}% of peak while long_scoreboard dominates",
-                   delta, ("dram_throughput", "dominant_stall"), 55)  # fmt: skip
+    cause = _cause(
+        "dram-bound",
+        CauseKind.REGRESSION,
+        "Bound by DRAM bandwidth",
+        f"DRAM throughput {dram:.0f}% of peak while long_scoreboard dominates",
+        delta,
+        ("dram_throughput", "dominant_stall"),
+        55,
+    )
     return _with_lever(cause, "move fewer bytes: fuse kernels, smaller data types, L2 reuse")
 
 

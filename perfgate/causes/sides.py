@@ -28,9 +28,7 @@ def measure_all(
     return out
 
 
-def side_from_measured(
-    launches: Sequence[Launch], measured: dict[str, Measured]
-) -> Side:
+def side_from_measured(launches: Sequence[Launch], measured: dict[str, Measured]) -> Side:
     values: dict[str, Value] = {name: m.value for name, m in measured.items()}
     stall = measured.get("dominant_stall")
     count = measured.get("launches")
@@ -39,11 +37,12 @@ def side_from_measured(
         name=first.name if first else "",
         values=values,
         shares=dict(stall.shares) if stall is not None and stall.shares else None,
-        launches=float(count.value) if count is not None and isinstance(count.value, float)
+        launches=float(count.value)
+        if count is not None and isinstance(count.value, float)
         else None,
         grid=first.grid if first else None,
         block=first.block if first else None,
-    )  # fmt: skip
+    )
 
 
 def side_from_launches(

@@ -43,8 +43,11 @@ def substitution_cause(missing: Side, new: Sequence[Side], family: str | None) -
         count = f"{len(new)} kernel{'s' if len(new) != 1 else ''}"
         path = "the math path" if kinds <= {"ATen", "Inductor", None} else "/".join(others)
         title = f"{source} was replaced by {count} of {path}"
-        detail = f"{_short(missing.name)} -> " + ", ".join(_short(s.name) for s in new[:8]) + (
-            f", ... ({len(new)} in all)" if len(new) > 8 else "")  # fmt: skip
+        detail = (
+            f"{_short(missing.name)} -> "
+            + ", ".join(_short(s.name) for s in new[:8])
+            + (f", ... ({len(new)} in all)" if len(new) > 8 else "")
+        )
     lever_text = lever("substitution", family) or (
         "find what changed the dispatch: shapes, dtype, layout, a backend flag or a library "
         "version; if the new kernels are the intended ones, accept with "
