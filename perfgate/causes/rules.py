@@ -224,7 +224,8 @@ def atomic_contention(delta: KernelDelta) -> RootCause | None:
                 "atomic-contention",
                 CauseKind.REGRESSION,
                 "Atomic contention",
-                f"{dominant} is the dominant stall with {after / warps:.1f} atomic "
+                f"{dominant} is the dominant stall ({share(delta.current, dominant) or 0:.0f}% of "
+                f"stalls) with {after / warps:.1f} atomic "
                 "requests per warp",
                 delta,
                 cites,
