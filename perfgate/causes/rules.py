@@ -29,7 +29,7 @@ from perfgate.causes.facts import (
     within,
 )
 from perfgate.causes.levers import LEVERS, STALLS
-from perfgate.verdict import CauseKind, KernelDelta, RootCause
+from perfgate.verdict import CauseKind, KernelDelta, RootCause, State
 
 _MATMUL_NAME = re.compile(
     r"gemm|matmul|mma|conv|attention|attn|sdpa|flash|tensor_?core|nvjet|cutlass|cublas", re.I
@@ -453,7 +453,7 @@ def spills_removed(delta: KernelDelta) -> RootCause | None:
     if rb is None or ra is None or ra <= rb:
         return None
     b, a = num(delta.baseline, "local_memory_sectors"), num(delta.current, "local_memory_sectors")
-    gated = any(c.state.value == "regressed" for c in delta.comparisons)
+    gated = any(c.state is State.REGRESSED for c in delta.comparisons)
     kind = CauseKind.TRADE_OFF if gated or not faster(delta) else CauseKind.IMPROVEMENT
     return _cause(
         "spills-removed",
