@@ -197,7 +197,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "stall-shift",
-        "stall fingerprint",
+        "dominant stall",
         rules.stall_shift,
         (("dominant_stall",),),
         "the stall counters (smsp__average_warps_issue_stalled_*_per_issue_active.ratio)",
