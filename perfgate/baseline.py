@@ -455,7 +455,8 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                 ),
                 metrics=tuple(metrics),
                 name=kernel.get("name", m.get("name")),
-                launches=kernel.get("launches"),
+                # Format 1 wrote the launches of all captures together, not per capture.
+                launches=kernel.get("launches") if data.get("format_version") != 1 else None,
                 info=info,
                 family=kernel.get("family"),
             )

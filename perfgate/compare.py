@@ -15,7 +15,7 @@ from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, group_launches, readable_ids
 from perfgate.matching import Matching, match
 from perfgate.measure import Measured, Unavailable, measure
-from perfgate.record import INFO_METRICS
+from perfgate.record import info_metrics
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,
@@ -219,7 +219,7 @@ def _delta(
     comparisons: Sequence[Comparison],
     measured: dict[str, Measured],
 ) -> KernelDelta:
-    names = [*dict.fromkeys([*(m.name for m in kernel.metrics), *INFO_METRICS])]
+    names = [*dict.fromkeys([*(m.name for m in kernel.metrics), *info_metrics()])]
     base_values: dict[str, float | str] = dict(kernel.info)
     for m in kernel.metrics:
         base_values[m.name] = m.value
@@ -257,10 +257,8 @@ def _delta(
 
 
 def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
-    try:
-        from perfgate import causes
-    except ImportError:
-        return ()
+    from perfgate import causes
+
     return tuple(causes.diagnose(delta).causes)
 
 
@@ -337,30 +335,30 @@ def _missing(
                 "if the new shape is intended (a new batch or problem size), re-record the "
                 "baseline for it; otherwise find what changed the launch configuration"
             )
+            causes = (
+                RootCause(
+                    "launch-shape",
+                    CauseKind.CHANGE,
+                    title,
+                    message,
+                    lever,
+                    (Evidence("kernel", name, "; ".join(g.key.name for g in groups[:4])),),
+                ),
+            )
         else:
             count = len(groups)
-            title = f"Kernel substituted ({why})"
+            from perfgate.causes import substitution_cause
+
+            cause = substitution_cause(
+                Side(name=name, values=dict(kernel.info)),
+                [Side(name=g.key.name, values={}) for g in groups],
+                family,
+            )
             message = (
-                f"replaced by {count} new kernel{'s' if count > 1 else ''} ({why}): "
-                f"{_names(groups, ids)}"
+                f"{cause.title}: replaced by {count} new kernel{'s' if count > 1 else ''} "
+                f"({why}): {_names(groups, ids)}"
             )
-            lever = (
-                "if the substitution is intended, accept it into the baseline; otherwise find "
-                "what changed the library's choice (shapes, dtype, layout, backend flags, "
-                "library version)"
-                if family
-                else "find the change that replaced this kernel; if intended, re-record"
-            )
-        causes = (
-            RootCause(
-                "kernel-substituted" if not why.startswith("the same") else "launch-shape",
-                CauseKind.CHANGE,
-                title,
-                message,
-                lever,
-                (Evidence("kernel", name, "; ".join(g.key.name for g in groups[:4])),),
-            ),
-        )
+            causes = (cause,)
     return KernelVerdict(
         kernel=kernel.id,
         name=name,

@@ -24,17 +24,19 @@ from perfgate.measure import Measured, Unavailable, measure
 from perfgate.thresholds import ThresholdOverride
 from perfgate.verdict import Calibration
 
-# Values recorded beside the gated ones so that a later check can say what changed
-# (differential diagnosis); `info` is never gated.
-INFO_METRICS: tuple[str, ...] = (
-    "registers_per_thread", "shared_memory_per_block", "occupancy_limiter",
-    "theoretical_occupancy", "achieved_occupancy", "sectors_per_request_ld",
-    "sectors_per_request_st", "global_load_efficiency", "global_store_efficiency",
-    "shared_bank_conflicts", "local_memory_sectors", "l2_atomic_requests",
-    "global_atomic_requests", "tensor_instructions", "tensor_pipe_utilization",
-    "warp_execution_efficiency", "instructions_executed", "dram_bytes", "dram_throughput",
-    "duration", "sm_throughput", "memory_throughput", "l2_hit_rate",
-)  # fmt: skip
+def info_metrics() -> tuple[str, ...]:
+    """Values recorded beside the gated ones so that a later check can say what changed (the
+    differential diagnosis reads them on both sides); `info` is never gated."""
+    from perfgate.causes import metrics
+
+    out = []
+    for name in metrics():
+        try:
+            lookup(name)
+        except UsageError:  # a metric this catalog does not define: nothing to record
+            continue
+        out.append(name)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def _kernel(
     if not metrics:
         return None, skipped
     info: dict[str, float | str] = {}
-    for name in INFO_METRICS:
+    for name in info_metrics():
         if name in names:
             continue
         got = measure(lookup(name), launches, capture.columns)

@@ -3,7 +3,13 @@ root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
-from perfgate.reports.format import KERNEL_VERDICT, comparison_line, evidence_text, headline
+from perfgate.reports.format import (
+    KERNEL_VERDICT,
+    change,
+    comparison_line,
+    evidence_text,
+    headline,
+)
 from perfgate.reports.summary import status_line
 from perfgate.verdict import CauseKind, KernelState, KernelVerdict, Report
 
@@ -27,7 +33,8 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
             follows = [c for c in v.failing if c.metric in cause.explains]
             if follows:
                 lines.append(
-                    f"{pad}follows from it: " + "; ".join(comparison_line(c) for c in follows)
+                    f"{pad}follows from it: "
+                    + ", ".join(f"{c.metric} {change(c) or c.current}" for c in follows)
                 )
     for c in v.unexplained():
         lines.append(f"{pad}{comparison_line(c)}")
