@@ -295,7 +295,7 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         "achieved_occupancy", "Achieved occupancy", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
-        (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.10, 10.0),
+        (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.08, 8.0),
         description="Active warps as a share of the SM's maximum.",
     ),
     MetricDef(
@@ -408,7 +408,7 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("dram__throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
             direct("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
         ),
-        Threshold(0.10, 2.0), rate_of=("dram_bytes",),
+        Threshold(0.05, 2.0), rate_of=("dram_bytes",),
         description="DRAM bandwidth used, of peak. A drop usually means the kernel got slower "
         "for the same bytes; more bytes show in dram_bytes.",
     ),
@@ -421,13 +421,13 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("dram__bytes_read.sum", group="dram_read", for_cc=_no_dram),
             direct("dram__bytes_write.sum", group="dram_write", for_cc=_no_dram),
         ),
-        Threshold(0.10, 65536.0),
+        Threshold(0.03, 65536.0),
         description="Bytes read from and written to device memory (or one direction, when the "
         "capture holds only that one; such a baseline compares only with that direction).",
     ),
     MetricDef(
         "duration", "Duration", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
-        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0),
+        (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0),
         description="Kernel time under the profiler (clocks not locked: noisy).",
     ),
     MetricDef(
@@ -440,7 +440,7 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         "total_time", "Total GPU time per capture", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
-        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0), aggregate=Aggregate.SUM,
+        (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0), aggregate=Aggregate.SUM,
         description="The kernel's summed duration over its launches in one captured run.",
     ),
     MetricDef(
