@@ -115,8 +115,8 @@ def calibrate(defn: MetricDef, per_run: Sequence[float], duration_ns: float | No
     if spread == float("inf"):
         # The median is 0 but a run is not: only an absolute bound can say how far.
         absolute = max(floor.absolute, K * (max(per_run) - min(per_run)))
-        return Calibration(runs, spread, floor.relative, absolute,
-                           f"{runs} runs around 0: absolute {absolute:g} ({floor.why})")  # fmt: skip
+        rule = f"{runs} runs around 0: absolute {absolute:g} ({floor.why})"
+        return Calibration(runs, spread, floor.relative, absolute, rule)
     observed = K * spread
     relative = max(observed, floor.relative)
     chosen = "spread" if observed > floor.relative else "floor"
