@@ -24,7 +24,19 @@ from dataclasses import dataclass, field
 
 from perfgate.capture import Value, cc_version
 from perfgate.errors import UsageError
-from perfgate.stalls import FAMILIES, ISSUING, REASONS, StallFamily, reasons_for
+from perfgate.stalls import (
+    FAMILIES,
+    ISSUING,
+    NOT_STALLS,
+    REASONS,
+    STALL_REASONS,
+    StallFamily,
+    choose_family,
+    cycles_per_instruction,
+    present_reasons,
+    stall_reasons_for,
+)
+from perfgate.stalls import shares as stall_shares
 from perfgate.thresholds import CategoricalCheck, Direction, Noise, Threshold
 
 LaunchValues = Mapping[str, Value]
@@ -51,6 +63,7 @@ class Formula:
     group: str  # values compare only within one group
     needs_all: bool = True  # False: usable when any input is present; absent ones count as 0
     for_cc: Callable[[tuple[int, int] | None], bool] = field(default=lambda cc: True)
+    family: str = ""  # stall metrics: the stall family (perfgate.stalls) it reads
 
     def available(self, columns: frozenset[str] | set[str], cc: str | None) -> bool:
         if not self.for_cc(cc_version(cc)):
@@ -104,61 +117,66 @@ def total(names: Iterable[str], group: str = "counters", **kw: object) -> Formul
     return Formula(names, compute, " + ".join(names), group, **kw)  # type: ignore[arg-type]
 
 
-_SHARES_CACHE: dict[tuple[int, str], tuple[LaunchValues, Computed]] = {}
-_SHARES_CACHE_SIZE = 200_000
-
-
-def _stall_shares(
-    family: StallFamily, cc_reasons: tuple[str, ...]
-) -> Callable[[LaunchValues], Computed]:
-    names = {r: family.metric(r) for r in cc_reasons}
+def present(names: Iterable[str], **kw: object) -> Formula:
+    """The sum of whichever of `names` the capture holds: one class missing (an instruction
+    class ncu did not report) does not make the metric unavailable."""
+    names = tuple(names)
 
     def compute(values: LaunchValues) -> Computed:
-        # Every stall.<reason> metric of a launch needs the same vector: compute it once. The
-        # cache holds the mapping itself, so an id() reused after garbage collection never
-        # returns another launch's vector.
-        key = (id(values), family.name)
-        hit = _SHARES_CACHE.get(key)
-        if hit is not None and hit[0] is values:
-            return hit[1]
-        raw = {r: _num(values, n) for r, n in names.items() if n in values}
-        counted = {r: v for r, v in raw.items() if v is not None}
-        stalled = sum(counted.values())
-        result = (
-            {r: v / stalled * 100.0 for r, v in counted.items()}
-            if counted and stalled > 0
-            else None
+        parts = [p for p in (_num(values, n) for n in names) if p is not None]
+        return float(sum(parts)) if parts else None
+
+    text = " + ".join(names) + " (those present)"
+    return Formula(names, compute, text, needs_all=False, **kw)  # type: ignore[arg-type]
+
+
+class StallKind(enum.Enum):
+    SHARE = "share"  # stall.<reason>: percent of the stalled sum over the reason set
+    DOMINANT = "dominant"  # dominant_stall: the reason with the largest median share
+    CPI = "cpi"  # stall_cpi.<reason>: stall cycles per issued instruction
+
+
+def _stall_formula(fam: StallFamily, kind: StallKind, reason: str | None) -> Formula:
+    """One family's formula for a stall metric. The reason set is not fixed here: measure()
+    computes over the set the baseline recorded, or over every reason the capture holds."""
+    reasons = stall_reasons_for(None, fam.name)
+    if kind is StallKind.CPI:
+        assert reason is not None
+        inputs: tuple[str, ...] = (fam.metric(reason),)
+        if not fam.per_instruction:
+            inputs += (fam.metric(ISSUING),)
+
+        def compute(values: LaunchValues) -> Computed:
+            return cycles_per_instruction(fam, reason, values)
+
+        text = (
+            fam.metric(reason)
+            if fam.per_instruction
+            else f"{fam.metric(reason)} / {fam.metric(ISSUING)}"
         )
-        if len(_SHARES_CACHE) >= _SHARES_CACHE_SIZE:
-            _SHARES_CACHE.clear()
-        _SHARES_CACHE[key] = (values, result)
-        return result
+        return Formula(inputs, compute, text, fam.group, family=fam.name)
+    family_text = fam.template.format(reason="*")
 
-    return compute
+    def vector(values: LaunchValues) -> Computed:
+        have = [r for r in reasons if fam.metric(r) in values]
+        return stall_shares(fam, have, values)
+
+    if kind is StallKind.DOMINANT:
+        compute, text = vector, f"shares of {family_text} (without selected, not_selected)"
+    else:
+        assert reason is not None
+
+        def compute(values: LaunchValues) -> Computed:
+            v = vector(values)
+            return v.get(reason, 0.0) if isinstance(v, dict) else None
+
+        text = f"{fam.metric(reason)} / sum of {family_text} (without selected, not_selected)"
+    inputs = tuple(fam.metric(r) for r in reasons)
+    return Formula(inputs, compute, text, fam.group, needs_all=False, family=fam.name)
 
 
-def _stall_formulas(reason: str | None) -> tuple[Formula, ...]:
-    """Shares of one reason (reason given) or the whole share vector (reason None)."""
-    out = []
-    for fam in FAMILIES:
-        reasons = tuple(r for r in REASONS if r in reasons_for(None, fam.name))
-        shares = _stall_shares(fam, reasons)
-        inputs = tuple(fam.metric(r) for r in reasons)
-        if reason is None:
-            compute = shares
-            text = f"shares of {fam.template.format(reason='*')} (without {ISSUING})"
-        else:
-
-            def compute(
-                values: LaunchValues, shares: Callable[[LaunchValues], Computed] = shares
-            ) -> Computed:
-                vector = shares(values)
-                return vector.get(reason, 0.0) if isinstance(vector, dict) else None
-
-            family = fam.template.format(reason="*")
-            text = f"{fam.metric(reason)} / sum of {family} (without {ISSUING})"
-        out.append(Formula(inputs, compute, text, fam.group, needs_all=False))
-    return tuple(out)
+def _stall_formulas(kind: StallKind, reason: str | None = None) -> tuple[Formula, ...]:
+    return tuple(_stall_formula(fam, kind, reason) for fam in FAMILIES)
 
 
 _LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
@@ -195,6 +213,8 @@ class MetricDef:
     # A rate (DRAM %, throughput %) divides work by time: its fall is no regression when the
     # kernel got faster or when one of these work metrics fell with it.
     rate_of: tuple[str, ...] = ()
+    stall: StallKind | None = None  # a stall metric: computed over a reason set (measure)
+    reason: str = ""  # stall.<reason> and stall_cpi.<reason>
 
     @property
     def categorical(self) -> bool:
@@ -210,6 +230,11 @@ class MetricDef:
     def resolve(
         self, columns: frozenset[str] | set[str], cc: str | None, group: str | None = None
     ) -> Formula | None:
+        if self.stall is not None:
+            # The most complete stall family wins, not the first with any column.
+            fam = choose_family(columns, cc, group)
+            formula = next((f for f in self.formulas if fam and f.family == fam.name), None)
+            return formula if formula is not None and formula.available(columns, cc) else None
         for formula in self.formulas_for(group):
             if formula.available(columns, cc):
                 return formula
@@ -220,8 +245,10 @@ class MetricDef:
         version = cc_version(cc)
         for formula in self.formulas:
             if formula.for_cc(version):
-                fam = next((f for f in FAMILIES if f.metric(REASONS[0]) in formula.inputs), None)
-                return formula.inputs if fam is None else fam.metrics(cc)
+                if formula.family and self.stall is not StallKind.CPI:
+                    fam = next(f for f in FAMILIES if f.name == formula.family)
+                    return fam.metrics(cc)
+                return formula.inputs
         return ()
 
 
@@ -268,18 +295,37 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         "achieved_occupancy", "Achieved occupancy", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
-        (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.10, 10.0),
+        (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.08, 8.0),
         description="Active warps as a share of the SM's maximum.",
     ),
     MetricDef(
         "sectors_per_request_ld", "Sectors per global load request", "sector/request",
         Direction.HIGHER_IS_WORSE, Noise.EXACT, _sectors_per_request("ld"), Threshold(0.0, 0.01),
-        description="4 is ideal for coalesced 4-byte loads, 32 is fully scattered.",
+        default=False,
+        description="4 is ideal for coalesced 4-byte loads, 32 is fully scattered. Diagnostic "
+        "only: 16-byte vector loads make a quarter of the requests for the same sectors, so "
+        "the ratio quadruples on a change that is no regression; global_load_efficiency and "
+        "global_load_sectors gate coalescing.",
+    ),
+    MetricDef(
+        "global_load_sectors", "Global load sectors", "sector", Direction.HIGHER_IS_WORSE,
+        Noise.EXACT, (direct(_LD.format(x="sectors", op="ld")),), _EXACT,
+        description="32-byte sectors global loads fetch from L1: the work of a load, whatever "
+        "the access width (16-byte vector loads keep the sectors); uncoalescing multiplies it.",
+    ),
+    MetricDef(
+        "global_store_sectors", "Global store sectors", "sector", Direction.HIGHER_IS_WORSE,
+        Noise.NOISY, (direct(_LD.format(x="sectors", op="st")),), Threshold(0.02, 0.0),
+        description="32-byte sectors global stores write: the work of a store, whatever the "
+        "access width. Partial-sector stores (2-byte halves) move by up to 1.3% between "
+        "launches (seen); full-sector stores are exact.",
     ),
     MetricDef(
         "sectors_per_request_st", "Sectors per global store request", "sector/request",
         Direction.HIGHER_IS_WORSE, Noise.NOISY, _sectors_per_request("st"), Threshold(0.02, 0.01),
-        description="4 is ideal for coalesced 4-byte stores, 32 is fully scattered. Store "
+        default=False,
+        description="Diagnostic only (see sectors_per_request_ld). 4 is ideal for coalesced "
+        "4-byte stores, 32 is fully scattered. Store "
         "sectors of partial-sector writes vary by up to 1.3% between launches (seen).",
     ),
     MetricDef(
@@ -334,10 +380,17 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "tensor_instructions", "Tensor-core instructions", "inst",
         Direction.LOWER_IS_WORSE, Noise.NOISY,
         (
-            total([_TENSOR.format(op=op) for op in ("hmma", "gmma", *_TENSOR_OPS[1:])],
-                  for_cc=lambda cc: cc is not None and cc[0] == 9),
-            total([_TENSOR.format(op=op) for op in _TENSOR_OPS],
-                  for_cc=lambda cc: cc is None or cc[0] != 9),
+            direct("smsp__inst_executed_pipe_tensor.sum"),
+            direct("sm__inst_executed_pipe_tensor.sum"),
+            # The per-class counters, where the pipe total is absent: a class ncu did not
+            # report counts as 0. Their sum is another quantity (seen on sm_90: GMMA kernels
+            # count in both op_hmma and op_gmma, twice the pipe total), so another group.
+            present([_TENSOR.format(op=op) for op in ("hmma", "gmma", *_TENSOR_OPS[1:])],
+                    group="tensor_ops", for_cc=lambda cc: cc is not None and cc[0] == 9),
+            present([_TENSOR.format(op=op) for op in _TENSOR_OPS],
+                    group="tensor_ops", for_cc=lambda cc: cc is None or cc[0] != 9),
+            present([f"sm__inst_executed_pipe_tensor_op_{op}.sum"
+                     for op in ("hmma", "gmma", *_TENSOR_OPS[1:])], group="tensor_ops"),
         ),
         Threshold(0.01, 0.0),
         description="Warp instructions on the tensor pipe (HMMA, GMMA on CC 9.0, IMMA, DMMA).",
@@ -346,7 +399,8 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "tensor_pipe_utilization", "Tensor pipe utilization", "%",
         Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),),
-        Threshold(0.10, 2.0), description="Cycles the tensor pipe is busy, of the active cycles.",
+        Threshold(0.10, 2.0), rate_of=("tensor_instructions",),
+        description="Cycles the tensor pipe is busy, of the active cycles.",
     ),
     MetricDef(
         "dram_throughput", "DRAM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -354,18 +408,26 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("dram__throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
             direct("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
         ),
-        Threshold(0.10, 2.0), rate_of=("dram_bytes",),
+        Threshold(0.05, 2.0), rate_of=("dram_bytes",),
         description="DRAM bandwidth used, of peak. A drop usually means the kernel got slower "
         "for the same bytes; more bytes show in dram_bytes.",
     ),
     MetricDef(
         "dram_bytes", "DRAM bytes", "byte", Direction.HIGHER_IS_WORSE, Noise.NOISY,
-        (total(["dram__bytes_read.sum", "dram__bytes_write.sum"], for_cc=_no_dram),),
-        Threshold(0.10, 65536.0), description="Bytes read from and written to device memory.",
+        (
+            total(["dram__bytes_read.sum", "dram__bytes_write.sum"], for_cc=_no_dram),
+            direct("dram__bytes.sum", for_cc=_no_dram),
+            # Only one direction captured: usable, but never compared with both directions.
+            direct("dram__bytes_read.sum", group="dram_read", for_cc=_no_dram),
+            direct("dram__bytes_write.sum", group="dram_write", for_cc=_no_dram),
+        ),
+        Threshold(0.03, 65536.0),
+        description="Bytes read from and written to device memory (or one direction, when the "
+        "capture holds only that one; such a baseline compares only with that direction).",
     ),
     MetricDef(
         "duration", "Duration", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
-        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0),
+        (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0),
         description="Kernel time under the profiler (clocks not locked: noisy).",
     ),
     MetricDef(
@@ -378,12 +440,12 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         "total_time", "Total GPU time per capture", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
-        (direct("gpu__time_duration.sum"),), Threshold(0.15, 2000.0), aggregate=Aggregate.SUM,
+        (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0), aggregate=Aggregate.SUM,
         description="The kernel's summed duration over its launches in one captured run.",
     ),
     MetricDef(
         "dominant_stall", "Dominant warp stall", "", Direction.ANY_CHANGE, Noise.NOISY,
-        _stall_formulas(None), aggregate=Aggregate.DOMINANT,
+        _stall_formulas(StallKind.DOMINANT), aggregate=Aggregate.DOMINANT, stall=StallKind.DOMINANT,
         check=CategoricalCheck(stable=True, margin=5.0),
         description="The stall reason with the largest share (not counting 'selected', which "
         "is issuing); a change counts when the new reason leads the old by more than the margin.",
@@ -391,23 +453,30 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
     MetricDef(
         "sm_throughput", "SM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("sm__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
-        default=False, description="Speed-of-light compute throughput.",
+        default=False, rate_of=("instructions_executed",),
+        description="Speed-of-light compute throughput.",
     ),
     MetricDef(
         "memory_throughput", "Memory throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),),
         Threshold(0.10, 2.0), default=False,
+        rate_of=("dram_bytes", "l2_sectors", "global_load_sectors", "global_store_sectors"),
         description="Speed-of-light memory throughput (the busiest of DRAM, L2, L1).",
     ),
     MetricDef(
         "l1tex_throughput", "L1/TEX throughput", "%", Direction.ANY_CHANGE, Noise.NOISY,
         (direct("l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
-        default=False,
+        default=False, rate_of=("global_load_sectors", "global_store_sectors"),
     ),
     MetricDef(
         "l2_throughput", "L2 throughput", "%", Direction.ANY_CHANGE, Noise.NOISY,
         (direct("lts__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
-        default=False,
+        default=False, rate_of=("l2_sectors",),
+    ),
+    MetricDef(
+        "l2_sectors", "L2 sectors", "sector", Direction.HIGHER_IS_WORSE, Noise.NOISY,
+        (direct("lts__t_sectors.sum"),), Threshold(0.02, 0.0),
+        description="32-byte sectors the L2 slices served: L2 traffic from every unit.",
     ),
     MetricDef(
         "l2_hit_rate", "L2 hit rate", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -424,7 +493,7 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "global_load_efficiency", "Global load efficiency", "%",
         Direction.LOWER_IS_WORSE, Noise.EXACT,
         (direct(_BYTES_PER_SECTOR.format(op="ld"), scale=100 / 32),),
-        Threshold(0.0, 0.1), default=False,
+        Threshold(0.0, 0.1),
         description="Bytes a global load uses of the 32-byte sectors it fetches: 100% is "
         "coalesced whatever the access width.",
     ),
@@ -432,13 +501,14 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "global_store_efficiency", "Global store efficiency", "%",
         Direction.LOWER_IS_WORSE, Noise.EXACT,
         (direct(_BYTES_PER_SECTOR.format(op="st"), scale=100 / 32),),
-        Threshold(0.0, 0.1), default=False,
+        Threshold(0.0, 0.1),
         description="Bytes a global store uses of the 32-byte sectors it writes.",
     ),
 )  # fmt: skip
 
 CATALOG: dict[str, MetricDef] = {m.name: m for m in CATALOG_LIST}
 STALL_PREFIX = "stall."
+STALL_CPI_PREFIX = "stall_cpi."
 STALL_THRESHOLD = Threshold(0.25, 15.0)
 # A tiny kernel's shares stray by up to 10.3 points from a one-run baseline (a two-block Triton
 # kernel's long_scoreboard, docs/noise.md): 15 points keeps half as much again in hand.
@@ -446,6 +516,19 @@ STALL_THRESHOLD = Threshold(0.25, 15.0)
 # twice per run: seen up to 15.4 points outside a baseline's range.
 COLD_START_STALLS = frozenset({"imc_miss", "no_instruction"})
 COLD_START_THRESHOLD = Threshold(0.25, 25.0)
+# Stall cycles per issued instruction: docs/noise.md measures the spread across machine starts.
+STALL_CPI_THRESHOLD = Threshold(0.30, 0.5)
+COLD_START_CPI_THRESHOLD = Threshold(0.50, 1.0)
+
+
+def _refuse_non_stall(reason: str, prefix: str) -> None:
+    if reason in NOT_STALLS:
+        raise UsageError(
+            f"{prefix}{reason}: '{reason}' is not a stall ('selected' is issuing, "
+            "'not_selected' an eligible warp another was picked over: enough parallelism)"
+        )
+    if reason not in REASONS:
+        raise UsageError(f"unknown stall reason {reason!r}; known: {', '.join(STALL_REASONS)}")
 
 
 def stall_share(reason: str) -> MetricDef:
@@ -455,9 +538,31 @@ def stall_share(reason: str) -> MetricDef:
         "%",
         Direction.HIGHER_IS_WORSE,
         Noise.NOISY,
-        _stall_formulas(reason),
+        _stall_formulas(StallKind.SHARE, reason),
         COLD_START_THRESHOLD if reason in COLD_START_STALLS else STALL_THRESHOLD,
-        description=f"Share of '{reason}' among all stall reasons (not counting 'selected').",
+        default=False,
+        stall=StallKind.SHARE,
+        reason=reason,
+        description=f"Share of '{reason}' among the stall reasons of the baseline's set (not "
+        "selected, not not_selected). Zero-sum: one reason growing makes the others fall, so "
+        "not in the default set.",
+    )
+
+
+def stall_cpi(reason: str) -> MetricDef:
+    return MetricDef(
+        f"{STALL_CPI_PREFIX}{reason}",
+        f"Stall cycles per instruction: {reason}",
+        "cycle/inst",
+        Direction.HIGHER_IS_WORSE,
+        Noise.NOISY,
+        _stall_formulas(StallKind.CPI, reason),
+        COLD_START_CPI_THRESHOLD if reason in COLD_START_STALLS else STALL_CPI_THRESHOLD,
+        stall=StallKind.CPI,
+        reason=reason,
+        description=f"Cycles warps spent stalled on '{reason}' per instruction issued: the "
+        "reason's value divided by 'selected' (the latency family's value as it is). Absolute: "
+        "it does not fall when another reason grows.",
     )
 
 
@@ -482,14 +587,18 @@ def is_raw_name(name: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def lookup(name: str) -> MetricDef:
-    """The definition of a logical metric, a stall share `stall.<reason>`, or a raw metric."""
+    """The definition of a logical metric, a stall share `stall.<reason>`, stall cycles per
+    instruction `stall_cpi.<reason>`, or a raw metric."""
     if name in CATALOG:
         return CATALOG[name]
     if name.startswith(STALL_PREFIX):
         reason = name[len(STALL_PREFIX) :]
-        if reason in REASONS:
-            return stall_share(reason)
-        raise UsageError(f"unknown stall reason {reason!r}; known: {', '.join(REASONS)}")
+        _refuse_non_stall(reason, STALL_PREFIX)
+        return stall_share(reason)
+    if name.startswith(STALL_CPI_PREFIX):
+        reason = name[len(STALL_CPI_PREFIX) :]
+        _refuse_non_stall(reason, STALL_CPI_PREFIX)
+        return stall_cpi(reason)
     if is_raw_name(name):
         return raw_metric(name)
     raise UsageError(
@@ -500,17 +609,15 @@ def lookup(name: str) -> MetricDef:
 
 def default_metrics(columns: frozenset[str] | set[str], cc: str | None) -> list[str]:
     """What `baseline record` gates when not told: the default catalog metrics the capture
-    can compute, and a stall share for each reason of the stall family it holds."""
+    can compute, and stall_cpi.<reason> for each stall reason of the most complete stall
+    family it holds. Shares (stall.<reason>) are zero-sum and only gated when asked for."""
     names = [m.name for m in CATALOG_LIST if m.default and m.resolve(columns, cc)]
-    stalls = CATALOG["dominant_stall"].resolve(columns, cc)
-    if stalls is not None:
-        fam = next(
-            f
-            for f in FAMILIES
-            if f.group == stalls.group and any(f.metric(r) in columns for r in REASONS)
-        )
+    fam = choose_family(columns, cc)
+    if fam is not None:
         names += [
-            f"{STALL_PREFIX}{r}" for r in reasons_for(cc, fam.name) if fam.metric(r) in columns
+            f"{STALL_CPI_PREFIX}{r}"
+            for r in present_reasons(fam, columns, cc)
+            if stall_cpi(r).resolve(columns, cc) is not None
         ]
     return names
 
@@ -530,26 +637,40 @@ def catalog_markdown() -> str:
         "| metric | unit | worse when | noise | default bound | default set | computed from |",
         "|---|---|---|---|---|---|---|",
     ]
-    rows = [*CATALOG_LIST, stall_share("REASON"), stall_share("imc_miss")]
+    cold = sorted(COLD_START_STALLS)
+    generic = {
+        f"{STALL_CPI_PREFIX}REASON": f"`{STALL_CPI_PREFIX}<reason>`",
+        f"{STALL_CPI_PREFIX}{cold[0]}": ", ".join(f"`{STALL_CPI_PREFIX}{r}`" for r in cold),
+        f"{STALL_PREFIX}REASON": f"`{STALL_PREFIX}<reason>`",
+        f"{STALL_PREFIX}{cold[0]}": ", ".join(f"`{STALL_PREFIX}{r}`" for r in cold),
+    }
+    rows = [
+        *CATALOG_LIST,
+        stall_cpi("REASON"),
+        stall_cpi(cold[0]),
+        stall_share("REASON"),
+        stall_share(cold[0]),
+    ]
     for m in rows:
         if m.categorical:
             margin = m.check.margin if m.check else 0.0
             bound = "unchanged" + (f" (margin {margin:g} points)" if margin else "")
         else:
             bound = describe_bound(m.threshold, m.direction, m.unit)
-        if m.name.startswith(STALL_PREFIX):
+        if m.stall is StallKind.CPI:
+            sources = "`<reason> / selected` of the stall family the capture holds (see below)"
+        elif m.stall is StallKind.SHARE:
             sources = "the stall family the capture holds (see below)"
         else:
             sources = "<br>".join(
                 f"`{f.text}`" + ("" if f.group == "counters" else f" ({f.group})")
                 for f in m.formulas
             )
-        default = "yes" if m.default else "no"
-        name = f"`{m.name}`"
-        if m.name == f"{STALL_PREFIX}REASON":
-            name = f"`{STALL_PREFIX}<reason>`"
-        elif m.name == f"{STALL_PREFIX}imc_miss":
-            name = ", ".join(f"`{STALL_PREFIX}{r}`" for r in sorted(COLD_START_STALLS))
+        if m.stall is StallKind.CPI:
+            default = "yes, each stall reason"
+        else:
+            default = "yes" if m.default else "no"
+        name = generic.get(m.name, f"`{m.name}`")
         lines.append(
             f"| {name} | {m.unit or '-'} | {_WORSE[m.direction]} | {m.noise.value} | {bound} "
             f"| {default} | {sources} |"

@@ -8,8 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.capture import Launch, cc_version
-from perfgate.catalog import Aggregate, Formula, MetricDef
-from perfgate.stalls import GROUP_TITLES
+from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
+from perfgate.stalls import (
+    FAMILY_BY_NAME,
+    GROUP_TITLES,
+    StallFamily,
+    cycles_per_instruction,
+    present_reasons,
+    shares,
+)
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,11 @@ class Measured:
     group: str
     unit: str
     shares: dict[str, float] | None = None  # dominant stall: median share of every reason
+    # Stall metrics: the reasons the value was computed over (part of the measurement: a
+    # baseline's set is passed back to measure() so a check compares like with like) and the
+    # stall family (perfgate.stalls) it was read from.
+    reasons: tuple[str, ...] = ()
+    family: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,9 +69,12 @@ def measure(
     launches: Sequence[Launch],
     columns: frozenset[str],
     group: str | None = None,
+    reasons: tuple[str, ...] | None = None,
 ) -> Measured | Unavailable:
     """The kernel-level value of `defn` over `launches`; `group` pins the formula's group
-    (a check measures in the group its baseline was recorded in)."""
+    (a check measures in the group its baseline was recorded in). For stall metrics,
+    `reasons` pins the reason set (the baseline's `Measured.reasons`): shares are computed
+    over exactly that set, and a reason the capture lacks makes the metric unavailable."""
     cc = next((launch.cc for launch in launches if launch.cc), None)
     formula = defn.resolve(columns, cc, group)
     if formula is None:
@@ -74,6 +89,8 @@ def measure(
         )
     if defn.per_capture:
         return _per_capture(defn, formula, launches)
+    if defn.stall is not None and formula.family:
+        return _stall(defn, formula, FAMILY_BY_NAME[formula.family], launches, columns, reasons)
     values = [formula.compute(launch.metrics) for launch in launches]
     present = [v for v in values if v is not None]
     unit = _unit(defn, launches)
@@ -81,15 +98,6 @@ def measure(
         return Unavailable(
             defn.name, f"no launch has a value for {formula.text} (n/a or empty)", formula.inputs
         )
-    if defn.aggregate is Aggregate.DOMINANT:
-        vectors = [v for v in present if isinstance(v, dict)]
-        reasons = sorted({r for vec in vectors for r in vec})
-        shares = {r: statistics.median(vec.get(r, 0.0) for vec in vectors) for r in reasons}
-        top = max(shares, key=lambda r: (shares[r], r)) if shares else None
-        if top is None:
-            return Unavailable(defn.name, "no stall was recorded", formula.inputs)
-        return Measured(defn.name, top, None, None, len(vectors), formula.text, formula.group,
-                        unit, shares)  # fmt: skip
     if defn.aggregate is Aggregate.MODE:
         labels = [str(v) for v in present]
         top_label, _ = Counter(labels).most_common(1)[0]
@@ -140,3 +148,61 @@ def _per_capture(defn: MetricDef, formula: Formula, launches: Sequence[Launch]) 
         formula.group,
         defn.unit,
     )
+
+
+def _stall(
+    defn: MetricDef,
+    formula: Formula,
+    family: StallFamily,
+    launches: Sequence[Launch],
+    columns: frozenset[str],
+    reasons: tuple[str, ...] | None,
+) -> Measured | Unavailable:
+    cc = next((launch.cc for launch in launches if launch.cc), None)
+    if reasons is None:
+        chosen = present_reasons(family, columns, cc, [la.metrics for la in launches])
+    else:
+        chosen = tuple(reasons)
+        lacking = [r for r in chosen if family.metric(r) not in columns]
+        if lacking:
+            return Unavailable(
+                defn.name,
+                f"the baseline's stall reasons include {', '.join(lacking)}, which this "
+                f"capture's {family.template.format(reason='<reason>')} columns lack; "
+                "capture the same stall reasons as the baseline",
+                tuple(family.metric(r) for r in lacking),
+            )
+    if defn.stall is not StallKind.DOMINANT and defn.reason not in chosen:
+        return Unavailable(
+            defn.name,
+            f"'{defn.reason}' is not among the stall reasons measured ({', '.join(chosen)})",
+            (family.metric(defn.reason),),
+        )
+    unit = defn.unit
+    if defn.stall is StallKind.CPI:
+        values = [cycles_per_instruction(family, defn.reason, la.metrics) for la in launches]
+        numbers = [v for v in values if v is not None]
+        if not numbers:
+            return Unavailable(
+                defn.name, f"no launch has a value for {formula.text} (n/a or empty)",
+                formula.inputs,
+            )  # fmt: skip
+        return Measured(defn.name, statistics.median(numbers), min(numbers), max(numbers),
+                        len(numbers), formula.text, formula.group, unit, reasons=chosen,
+                        family=family.name)  # fmt: skip
+    vectors = [v for v in (shares(family, chosen, la.metrics) for la in launches) if v]
+    if not vectors:
+        return Unavailable(
+            defn.name,
+            f"no launch has a value for every stall reason of {', '.join(chosen)} "
+            "(n/a, empty or nothing stalled)",
+            tuple(family.metric(r) for r in chosen),
+        )
+    medians = {r: statistics.median(vec.get(r, 0.0) for vec in vectors) for r in chosen}
+    if defn.stall is StallKind.DOMINANT:
+        top = max(medians, key=lambda r: (medians[r], r))
+        return Measured(defn.name, top, None, None, len(vectors), formula.text, formula.group,
+                        unit, medians, reasons=chosen, family=family.name)  # fmt: skip
+    own = [vec[defn.reason] for vec in vectors]
+    return Measured(defn.name, medians[defn.reason], min(own), max(own), len(own), formula.text,
+                    formula.group, unit, reasons=chosen, family=family.name)  # fmt: skip

@@ -1,22 +1,36 @@
-"""Warp stall reasons and the three metric families ncu reports them in.
+"""Warp stall reasons and the metric families ncu reports them in.
+
+One numerator, several families (NCU_FACTS; base names checked against GH100's
+`ncu --query-metrics`, the CSV column adds the rollup or submetric):
 
 1. `smsp__warp_issue_stalled_<r>_per_warp_active.pct`: percent of active cycles (only when
    asked for by name),
 2. `smsp__average_warps_issue_stalled_<r>_per_issue_active.ratio`: warps per issue-active cycle
    (in `--set full`; values such as 22,040 are not percentages),
-3. `smsp__pcsamp_warps_issue_stalled_<r>`: sampled counts (SourceCounters section).
+3. `smsp__average_warp_latency_issue_stalled_<r>.ratio`: cycles a warp spent stalled on r per
+   issued instruction,
+4. `smsp__warps_issue_stalled_<r>.sum`: the counter itself (warp-cycles),
+5. `smsp__pcsamp_warps_issue_stalled_<r>`: sampled counts (SourceCounters section; spells
+   `no_instructions`).
 
-Families 1 and 2 divide the same counter by different constants, so a reason's share of the
-family's sum is the same in both (seen: identical to 0.1 points on the zoo). Family 3 is
-sampled and moves by a few points between runs; its shares are not compared with 1 and 2.
-"selected" is issuing, not stalling: it is left out of every share.
+Families 1 to 4 divide the same counter by constants of the launch, so a reason's share of the
+family's sum is the same in all four: one comparability group, *counters*. Family 5 is sampled
+and moves by a few points between runs; its shares are never compared with the counters.
+
+`selected` is issuing and `not_selected` is an eligible warp another warp was picked over
+(enough parallelism): neither is a stall, so neither is ever in a share or the dominant stall.
+Every warp-cycle is in exactly one state, so the states add up with `selected`: r / selected
+is the cycles stalled on r per instruction issued (`stall_cpi`), an absolute measure that does
+not fall when another reason grows, unlike a share.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from perfgate.capture import cc_version
+from perfgate.capture import Value, cc_version
 
 REASONS: tuple[str, ...] = (
     "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss",
@@ -25,27 +39,16 @@ REASONS: tuple[str, ...] = (
     "warpgroup_arrive",
 )  # fmt: skip
 ISSUING = "selected"
+NOT_STALLS = frozenset({ISSUING, "not_selected"})
+STALL_REASONS: tuple[str, ...] = tuple(r for r in REASONS if r not in NOT_STALLS)
 
-# Which reasons exist where (NCU_FACTS, seen on sm_90): gmma needs CC 9.0, imc_miss CC <= 9.0;
-# warpgroup_arrive is reported only by PC sampling.
+# Which reasons exist where (NCU_FACTS and GH100's metric list): gmma needs CC 9.0, imc_miss
+# CC <= 9.0; warpgroup_arrive is reported only by PC sampling, and PC sampling on sm_90 has
+# no gmma (seen in a --set full capture: warpgroup_arrive instead).
 _CC9_ONLY = {"gmma"}
 _UP_TO_CC9 = {"imc_miss"}
 _SAMPLING_ONLY = {"warpgroup_arrive"}
-
-
-def reasons_for(cc: str | None, family: str) -> tuple[str, ...]:
-    version = cc_version(cc)
-    out = []
-    for r in REASONS:
-        if r in _SAMPLING_ONLY and family != "pc_sampling":
-            continue
-        if version is not None:
-            if r in _CC9_ONLY and version[0] != 9:
-                continue
-            if r in _UP_TO_CC9 and version > (9, 0):
-                continue
-        out.append(r)
-    return tuple(out)
+_COUNTERS_ONLY = {"gmma"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,9 @@ class StallFamily:
     name: str
     group: str  # shares compare only within one group
     template: str  # raw metric name with {reason}
-    spelling: dict[str, str]  # reason -> how this family spells it, where it differs
+    spelling: Mapping[str, str] = field(default_factory=dict)  # reason -> this family's spelling
+    # True: the value is already cycles per issued instruction; False: divide by `selected`.
+    per_instruction: bool = False
 
     def metric(self, reason: str) -> str:
         return self.template.format(reason=self.spelling.get(reason, reason))
@@ -66,28 +71,154 @@ class StallFamily:
 
 
 FAMILIES: tuple[StallFamily, ...] = (
-    StallFamily(
-        "per_warp_active",
-        "counters",
-        "smsp__warp_issue_stalled_{reason}_per_warp_active.pct",
-        {},
-    ),
-    StallFamily(
-        "per_issue_active",
-        "counters",
-        "smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",
-        {},
-    ),
-    StallFamily(
-        "pc_sampling",
-        "sampling",
-        "smsp__pcsamp_warps_issue_stalled_{reason}",
-        {"no_instruction": "no_instructions"},
-    ),
-)
+    StallFamily("per_warp_active", "counters",
+                "smsp__warp_issue_stalled_{reason}_per_warp_active.pct"),
+    StallFamily("per_issue_active", "counters",
+                "smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"),
+    StallFamily("latency", "counters", "smsp__average_warp_latency_issue_stalled_{reason}.ratio",
+                per_instruction=True),
+    StallFamily("count", "counters", "smsp__warps_issue_stalled_{reason}.sum"),
+    StallFamily("pc_sampling", "sampling", "smsp__pcsamp_warps_issue_stalled_{reason}",
+                {"no_instruction": "no_instructions"}),
+)  # fmt: skip
+FAMILY_BY_NAME = {f.name: f for f in FAMILIES}
 
 GROUP_TITLES = {
-    "counters": "stall counters "
-    "(smsp__warp_issue_stalled_* or smsp__average_warps_issue_stalled_*)",
+    "counters": "stall counters (smsp__warp_issue_stalled_*, smsp__average_warps_issue_stalled_*, "
+    "smsp__average_warp_latency_issue_stalled_* or smsp__warps_issue_stalled_*)",
     "sampling": "PC sampling (smsp__pcsamp_warps_issue_stalled_*)",
 }
+
+
+def reasons_for(cc: str | None, family: str) -> tuple[str, ...]:
+    """Every reason `family` reports on `cc` (not_selected included, selected not)."""
+    version = cc_version(cc)
+    out = []
+    for r in REASONS:
+        if r in _SAMPLING_ONLY and family != "pc_sampling":
+            continue
+        if r in _COUNTERS_ONLY and family == "pc_sampling":
+            continue
+        if version is not None:
+            if r in _CC9_ONLY and version[0] != 9:
+                continue
+            if r in _UP_TO_CC9 and version > (9, 0):
+                continue
+        out.append(r)
+    return tuple(out)
+
+
+def stall_reasons_for(cc: str | None, family: str) -> tuple[str, ...]:
+    return tuple(r for r in reasons_for(cc, family) if r not in NOT_STALLS)
+
+
+def _number(values: Mapping[str, Value], name: str) -> float | None:
+    v = values.get(name)
+    return v if isinstance(v, float) and math.isfinite(v) else None
+
+
+def present_reasons(
+    family: StallFamily,
+    columns: Iterable[str],
+    cc: str | None = None,
+    launches: Sequence[Mapping[str, Value]] | None = None,
+) -> tuple[str, ...]:
+    """The stall reasons (not selected, not not_selected) the capture holds for `family`;
+    with `launches`, only those at least one launch has a number for."""
+    have = set(columns)
+    out = []
+    for r in stall_reasons_for(cc, family.name):
+        name = family.metric(r)
+        if name not in have:
+            continue
+        if launches is not None and all(_number(v, name) is None for v in launches):
+            continue
+        out.append(r)
+    return tuple(out)
+
+
+def choose_family(
+    columns: Iterable[str],
+    cc: str | None = None,
+    group: str | None = None,
+    launches: Sequence[Mapping[str, Value]] | None = None,
+) -> StallFamily | None:
+    """The most complete family the capture holds (most stall reasons with values), not the
+    first with any column: a capture that asked for 4 reasons by name next to `--set full`'s
+    18 measures over the 18. Ties go to the counters, then to the order of FAMILIES."""
+    cols = frozenset(columns)
+    best: tuple[int, int, int] | None = None
+    chosen = None
+    for index, fam in enumerate(FAMILIES):
+        if group is not None and fam.group != group:
+            continue
+        count = len(present_reasons(fam, cols, cc, launches))
+        if not count:
+            continue
+        key = (count, fam.group == "counters", -index)
+        if best is None or key > best:
+            best, chosen = key, fam
+    return chosen
+
+
+def stall_family_report(
+    columns: Iterable[str],
+    cc: str | None = None,
+    launches: Sequence[Mapping[str, Value]] | None = None,
+) -> tuple[StallFamily | None, tuple[str, ...]]:
+    """The family a capture's stalls are measured in, and warnings for the caller to show:
+    a family holding only some of its reasons (shares over a subset are not shares of all
+    stalls), and a ratio family without `selected` (no stall_cpi)."""
+    cols = frozenset(columns)
+    chosen = choose_family(cols, cc, launches=launches)
+    warnings: list[str] = []
+    for fam in FAMILIES:
+        have = present_reasons(fam, cols, cc, launches)
+        if not have:
+            continue
+        expected = stall_reasons_for(cc, fam.name)
+        missing = [r for r in expected if r not in have]
+        role = "used" if fam is chosen else "not used: another family holds more reasons"
+        if missing:
+            warnings.append(
+                f"stall family {fam.template.format(reason='<reason>')} ({role}) holds "
+                f"{len(have)} of {len(expected)} stall reasons; missing: {', '.join(missing)}. "
+                "Shares over a subset are not shares of all stalls: capture every reason "
+                "(perfgate metrics --ncu) to compare stall shares"
+            )
+        if fam is chosen and not fam.per_instruction and fam.metric(ISSUING) not in cols:
+            warnings.append(
+                f"stall family {fam.template.format(reason='<reason>')} has no "
+                f"'{fam.metric(ISSUING)}' column: stall_cpi.<reason> cannot be computed"
+            )
+    return chosen, tuple(warnings)
+
+
+def shares(
+    family: StallFamily, reasons: Iterable[str], values: Mapping[str, Value]
+) -> dict[str, float] | None:
+    """Each reason's percent of the stalled sum over exactly `reasons`; None when a reason has
+    no value or nothing stalled."""
+    raw = {r: _number(values, family.metric(r)) for r in reasons if r not in NOT_STALLS}
+    if not raw or any(v is None for v in raw.values()):
+        return None
+    counted = {r: v for r, v in raw.items() if v is not None}
+    stalled = sum(counted.values())
+    if stalled <= 0:
+        return None
+    return {r: v / stalled * 100.0 for r, v in counted.items()}
+
+
+def cycles_per_instruction(
+    family: StallFamily, reason: str, values: Mapping[str, Value]
+) -> float | None:
+    """Cycles a warp spent stalled on `reason` per instruction issued."""
+    value = _number(values, family.metric(reason))
+    if value is None or family.per_instruction:
+        return value
+    issued = _number(values, family.metric(ISSUING))
+    if issued is None:
+        return None
+    if issued == 0:
+        return 0.0 if value == 0 else None
+    return value / issued

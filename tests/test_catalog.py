@@ -128,17 +128,71 @@ def test_raw_metric_names_can_be_gated_and_unknown_names_cannot() -> None:
         lookup("sectors_per_reqest_ld")
     with pytest.raises(UsageError, match="unknown stall reason"):
         lookup("stall.sleepy")
+    for name in ("stall.selected", "stall.not_selected", "stall_cpi.not_selected"):
+        with pytest.raises(UsageError, match="not a stall"):
+            lookup(name)
 
 
 def test_default_set_covers_the_issue_list() -> None:
     cap = read_capture(data("zoo-good-short-run1.csv"))
     names = set(default_metrics(cap.columns, "9.0"))
-    assert {"sectors_per_request_ld", "dram_throughput", "registers_per_thread", "dominant_stall",
-            "achieved_occupancy", "occupancy_limiter", "warp_execution_efficiency",
-            "shared_bank_conflicts", "duration", "stall.long_scoreboard"} <= names  # fmt: skip
+    assert {"global_load_sectors", "global_load_efficiency", "dram_throughput",
+            "registers_per_thread", "dominant_stall", "achieved_occupancy", "occupancy_limiter",
+            "warp_execution_efficiency", "shared_bank_conflicts", "duration", "launches",
+            "total_time", "stall_cpi.long_scoreboard"} <= names  # fmt: skip
+    # Zero-sum shares and the width-dependent sectors per request are opt-in.
+    assert not any(n.startswith("stall.") for n in names)
+    assert "sectors_per_request_ld" not in names and "stall_cpi.not_selected" not in names
     for name in CATALOG:
         assert CATALOG[name].formulas, name
 
 
 def test_metrics_txt_is_committed_next_to_the_capture_script() -> None:
     assert Path(ROOT / "tests/zoo/capture.sh").read_text().count("metrics.txt") >= 1
+
+
+def test_tensor_instructions_fall_back_to_the_pipe_total_and_never_mix_it_with_op_sums() -> None:
+    # Session 1 asked for smsp__inst_executed_pipe_tensor.sum, the top folder for the op_*
+    # counters. For GMMA kernels the op counters sum to twice the pipe total (op_hmma and
+    # op_gmma both count them), so the two are formulas of different groups.
+    total, cols_t = _kernel(
+        "session1/torch-short-run1.csv.gz", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    )
+    ops, cols_o = _kernel("torch-short-run1.csv", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
+    a = measure(lookup("tensor_instructions"), total, cols_t)
+    b = measure(lookup("tensor_instructions"), ops, cols_o)
+    assert isinstance(a, Measured) and isinstance(b, Measured)
+    assert a.group != b.group
+    # One class missing does not make the op sum unavailable (columns dropped here).
+    drop = frozenset(c for c in cols_o if "op_dmma" not in c)
+    c = measure(lookup("tensor_instructions"), ops, drop)
+    assert isinstance(c, Measured) and c.value == b.value  # no DMMA in a GEMM
+
+
+def test_dram_bytes_with_one_direction_is_its_own_group() -> None:
+    # Derived from a real capture: the write column dropped.
+    launches, cols = _kernel("zoo-good-short-run1.csv", "zoo_coalescing")
+    both = measure(lookup("dram_bytes"), launches, cols)
+    read_only = frozenset(c for c in cols if not c.startswith("dram__bytes_write"))
+    one = measure(lookup("dram_bytes"), launches, read_only)
+    assert isinstance(both, Measured) and isinstance(one, Measured)
+    assert one.group == "dram_read" and both.group == "counters"
+    assert isinstance(measure(lookup("dram_bytes"), launches, read_only, "counters"), Unavailable)
+
+
+def test_vector_loads_keep_sectors_so_sectors_per_request_is_diagnostic_only() -> None:
+    assert not lookup("sectors_per_request_ld").default
+    assert not lookup("sectors_per_request_st").default
+    for name in ("global_load_sectors", "global_store_sectors", "global_load_efficiency"):
+        assert lookup(name).default, name
+
+
+def test_rates_name_the_work_they_divide() -> None:
+    for name in ("sm_throughput", "memory_throughput", "l1tex_throughput", "l2_throughput",
+                 "dram_throughput", "tensor_pipe_utilization"):  # fmt: skip
+        rate = lookup(name)
+        assert rate.rate_of, name
+        for work in rate.rate_of:
+            assert (
+                lookup(work).direction.value == "higher_is_worse" or work == "tensor_instructions"
+            )
