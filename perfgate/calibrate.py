@@ -64,7 +64,8 @@ FLOORS: dict[str, Callable[[float | None], Floor]] = {
     "total_time": time_floor,
     "dram_bytes": _fixed(0.01, 65536.0, "DRAM bytes within 0.2% across starts"),
     "dram_throughput": _fixed(0.03, 1.0, "DRAM % within 2.3% across starts"),
-    "achieved_occupancy": _fixed(0.05, 2.0, "achieved occupancy within 4% across starts"),
+    # NCU_FACTS: within 4% across H200 starts; seen 6.6% on the H100 (zoo_coalescing).
+    "achieved_occupancy": _fixed(0.08, 2.0, "achieved occupancy within 6.6% across starts"),
     "instructions_executed": _fixed(
         NEARLY_EXACT_FLOOR, 0.0, "library kernels' instructions within 0.1-0.3%"
     ),

@@ -610,14 +610,17 @@ def lookup(name: str) -> MetricDef:
 def default_metrics(columns: frozenset[str] | set[str], cc: str | None) -> list[str]:
     """What `baseline record` gates when not told: the default catalog metrics the capture
     can compute, and stall_cpi.<reason> for each stall reason of the most complete stall
-    family it holds. Shares (stall.<reason>) are zero-sum and only gated when asked for."""
+    family it holds. Shares (stall.<reason>) are zero-sum and only gated when asked for.
+    Instruction-fetch stalls (imc_miss, no_instruction) are left out: they follow the cold
+    instruction cache of a kernel's first launches, not its code (seen x6 between separate
+    runs of a 2-block Triton kernel); ask for them by name to gate them."""
     names = [m.name for m in CATALOG_LIST if m.default and m.resolve(columns, cc)]
     fam = choose_family(columns, cc)
     if fam is not None:
         names += [
             f"{STALL_CPI_PREFIX}{r}"
             for r in present_reasons(fam, columns, cc)
-            if stall_cpi(r).resolve(columns, cc) is not None
+            if r not in COLD_START_STALLS and stall_cpi(r).resolve(columns, cc) is not None
         ]
     return names
 

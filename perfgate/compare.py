@@ -64,13 +64,8 @@ _NUMERIC_STATE = {
 def _measure(
     metric: MetricBaseline, launches: Sequence[Launch], columns: frozenset[str]
 ) -> Measured | Unavailable:
-    defn = metric.definition
-    if metric.reasons is not None:
-        try:
-            return measure(defn, launches, columns, metric.formula_group, reasons=metric.reasons)  # type: ignore[call-arg]
-        except TypeError:  # a measure() without reason sets
-            pass
-    return measure(defn, launches, columns, metric.formula_group)
+    # Stall shares compare over the baseline's own reason set, whatever else the capture holds.
+    return measure(metric.definition, launches, columns, metric.formula_group, reasons=metric.reasons)
 
 
 def _compare_metric(
@@ -100,14 +95,17 @@ def _compare_metric(
     threshold, check = _bounds(defn, metric, baseline)
     if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
         return _compare_categorical(defn, metric, measured, check, base), measured
+    # A calibrated bound already covers the spread of the runs it came from: judge from the
+    # median. A default bound is judged from the edge of the recorded launches' range.
+    calibrated = metric.calibration is not None and metric.threshold is not None
     verdict = judge_numeric(
         float(metric.value),
         float(measured.value),
         threshold,
         defn.direction,
         measured.unit,
-        metric.low,
-        metric.high,
+        None if calibrated else metric.low,
+        None if calibrated else metric.high,
     )
     return replace(
         base,
@@ -434,6 +432,11 @@ def check(
     notice = ""
     if baseline.kernels and not matching.groups and groups:
         notice = _notice(baseline, capture, groups)
+    elif baseline.kernels and not capture.launches:
+        notice = (
+            f"no launch in {', '.join(capture.paths)} comes from this baseline's GPU: capture "
+            "on that GPU too, or leave its baseline out of this check"
+        )
     gpu = (
         (baseline.provenance.get("gpu") or {}).get("name")
         if isinstance(baseline.provenance.get("gpu"), dict)

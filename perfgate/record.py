@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +21,9 @@ from perfgate.errors import UsageError
 from perfgate.families import family_of
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
 from perfgate.measure import Measured, Unavailable, measure
-from perfgate.thresholds import ThresholdOverride
-from perfgate.verdict import Calibration
+from perfgate.calibrate import MIN_RUNS, calibrate
+from perfgate.stalls import stall_family_report
+from perfgate.thresholds import Noise, ThresholdOverride
 
 def info_metrics() -> tuple[str, ...]:
     """Values recorded beside the gated ones so that a later check can say what changed (the
@@ -61,17 +62,6 @@ def _sha256(path: str) -> str | None:
         return None
 
 
-Calibrator = Callable[[MetricDef, Sequence[float], "float | None"], "Calibration | None"]
-
-
-def _calibrator() -> Calibrator | None:
-    try:
-        from perfgate.calibrate import calibrate
-    except ImportError:  # pragma: no cover - the module ships with perfgate
-        return None
-    return calibrate
-
-
 def _per_run(defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str]) -> list[float]:
     """The metric's value in each capture file (one separate ncu run) on its own."""
     by_file: dict[str, list[Launch]] = {}
@@ -90,15 +80,17 @@ def _metric_baseline(
 ) -> MetricBaseline:
     threshold = None
     note = None
-    calibrate = _calibrator()
     numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
-    if calibrate is not None and numeric:
+    # Fewer runs say nothing about the spread: the catalog's defaults stand (and a note says
+    # so). An exact metric whose runs agree stays exact without a line in the file.
+    if numeric and len(per_run) >= MIN_RUNS and (
+        defn.noise is Noise.NOISY or len(set(per_run)) > 1
+    ):
         calibration = calibrate(defn, per_run, duration)
-        if calibration is not None:
-            threshold = ThresholdOverride(
-                relative=round(calibration.relative, 4), absolute=calibration.absolute
-            )
-            note = calibration.rule
+        threshold = ThresholdOverride(
+            relative=round(calibration.relative, 4), absolute=calibration.absolute
+        )
+        note = calibration.rule
     return MetricBaseline(
         name=m.metric,
         value=m.value,
@@ -109,8 +101,8 @@ def _metric_baseline(
         group=m.group,
         shares=m.shares,
         threshold=threshold,
-        reasons=getattr(m, "reasons", None) or None,
-        family=getattr(m, "family", None) or None,
+        reasons=m.reasons or None,
+        family=m.family or None,
         calibration=note,
     )
 
@@ -188,7 +180,8 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     if not kernels:
         raise UsageError("no metric could be recorded for any kernel of the capture")
     runs = len(capture.paths)
-    notes = []
+    _, notes = stall_family_report(capture.columns, cc, [la.metrics for la in launches[:50]])
+    notes = list(notes)
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "

@@ -209,6 +209,9 @@ def shares(
     return {r: v / stalled * 100.0 for r, v in counted.items()}
 
 
+PCT_RESOLUTION = 0.01  # the smallest step of a .pct value in ncu's CSV
+
+
 def cycles_per_instruction(
     family: StallFamily, reason: str, values: Mapping[str, Value]
 ) -> float | None:
@@ -220,5 +223,13 @@ def cycles_per_instruction(
     if issued is None:
         return None
     if issued == 0:
-        return 0.0 if value == 0 else None
+        if value == 0:
+            return 0.0
+        if family.name != "per_warp_active":
+            return None
+        # ncu prints the .pct family with two decimals: a kernel that almost never issues
+        # (one global atomic per thread: drain 52%) reads selected "0.00". Half the last digit
+        # bounds the true value from above, so the ratio is a lower bound on the stall cycles
+        # per instruction, far above any baseline that did issue, instead of "no value".
+        issued = PCT_RESOLUTION / 2
     return value / issued

@@ -94,7 +94,7 @@ def test_all_problems_are_reported_one_per_line(tmp_path: Path) -> None:
             "does not apply to duration, a numeric metric",
         ),
         (_minimal(match="{regex: '(unclosed'}"), "not a valid regular expression"),
-        ("format_version: 2\nkernels: []\n", "format_version 2 is not one this perfgate reads"),
+        ("format_version: 3\nkernels: []\n", "format_version 3 is not one this perfgate reads"),
         ("format_version: 1\nkernels: []\n", r"\$\.kernels: \[\] should be non-empty"),
         ("- just\n- a list\n", r"\$: \['just', 'a list'\] is not of type 'object'"),
         (

@@ -43,7 +43,7 @@ EXPECTED = {
 def sides(name: str) -> dict[str, Side]:
     cap = read_capture(data(name))
     return {
-        g[0].function: side_from_launches(g, cap.columns, metrics())
+        g.launches[0].function: side_from_launches(list(g.launches), cap.columns, metrics())
         for g in group_launches(cap.launches)
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -22,19 +23,26 @@ def perfgate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     )
 
 
-def _gated_metrics(path: str) -> int:
+def _kernels(path: str) -> int:
     import yaml
 
-    return sum(len(k["metrics"]) for k in yaml.safe_load(Path(path).read_text())["kernels"])
+    return len(yaml.safe_load(Path(path).read_text())["kernels"])
+
+
+def _status_and_warnings(stdout: str) -> tuple[str, list[str]]:
+    lines = stdout.splitlines()
+    return lines[0], [line for line in lines[1:] if not line.startswith("warning: ")]
 
 
 def test_pass_exits_0() -> None:
     proc = perfgate("check", "--baseline", ZOO, "--capture", str(data("zoo-good-short-run2.csv")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (
-        proc.stdout
-        == f"perfgate check PASSED: {_gated_metrics(ZOO)} passed (10 baselined kernels)\n"
-    )
+    status, rest = _status_and_warnings(proc.stdout)
+    # Counted in kernels: every baselined kernel passed, and nothing else is said.
+    n = _kernels(ZOO)
+    assert n == 10
+    assert status == f"perfgate check PASSED: {n} passed ({n} baselined kernels)"
+    assert rest == [] and proc.stderr == ""
 
 
 def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> None:
@@ -42,34 +50,38 @@ def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> Non
     proc = perfgate("check", "--baseline", ZOO, "--capture", str(data("zoo-bad-short-run1.csv")),
                     "--junit", str(junit), "--markdown", str(md))  # fmt: skip
     assert proc.returncode == 1
-    assert (
-        "REGRESSED       zoo_registers  registers_per_thread: baseline 32 -> current 40 (+25.0%), bound +0 (exact)"
-        in proc.stdout
+    assert re.match(
+        r"perfgate check FAILED: 8 regressed with \d+ root causes?, 2 passed "
+        r"\(10 baselined kernels\)\n",
+        proc.stdout,
     )
+    block = proc.stdout[proc.stdout.index("  REGRESSED   zoo_registers: ") :]
+    block = block[: re.search(r"\n  \S|$", block[1:]).start() + 1]  # type: ignore[union-attr]
+    assert block.count("\n") >= 2  # the evidence under the headline, up to the next kernel
+    assert re.search(r"registers_per_thread:? (baseline )?32 -> (current )?40", block)
     root = ET.parse(junit).getroot()
     cases = list(root.iter("testcase"))
-    assert len(cases) == _gated_metrics(ZOO)
+    assert len(cases) == _kernels(ZOO)  # one testcase per kernel
     failures = {
         (c.get("classname"), c.get("name")): c.find("failure")
         for c in cases
         if c.find("failure") is not None
     }
-    f = failures[("zoo_registers", "registers_per_thread")]
-    assert f.get("message") == "baseline 32 -> current 40 (+25.0%), bound +0 (exact)"
-    assert f.get("type") == "regressed"
+    f = failures[("perfgate.zoo", "zoo_registers")]
+    assert f is not None and f.get("type") == "regressed"
+    # The testcase's message is the sentence the console leads the kernel with.
+    assert f"  REGRESSED   zoo_registers: {f.get('message')}\n" in proc.stdout
     suite = root.find("testsuite")
-    regressed_lines = [
-        line for line in proc.stdout.splitlines() if line.lstrip().startswith("REGRESSED")
-    ]
+    regressed_lines = [line for line in proc.stdout.splitlines() if line.startswith("  REGRESSED ")]
     # The three renderings of one result agree: stdout lines, <failure>s and the suite's count.
     assert (
         suite is not None
-        and int(suite.get("failures", "0")) == len(failures) == len(regressed_lines) > 8
+        and int(suite.get("failures", "0")) == len(failures) == len(regressed_lines) == 8
     )
     text = md.read_text()
     first_row = next(line for line in text.splitlines() if line.startswith("| <code>"))
     assert "regressed" in first_row  # regressions first
-    assert text.index("❌ regressed") < text.index("passing comparisons")
+    assert text.index("❌ regressed") < text.index("kernels passed, new or skipped")
 
 
 def test_input_errors_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
@@ -135,7 +147,9 @@ def test_record_writes_a_baseline_that_checks_clean(tmp_path: Path) -> None:
         "check", "-b", str(out), "-c", str(data("torch-short-run3.csv")), "--no-new-kernels"
     )
     assert check.returncode == 0, check.stdout
-    assert "new kernel" not in check.stdout
+    status, rest = _status_and_warnings(check.stdout)
+    assert status == "perfgate check PASSED: 2 passed (2 baselined kernels)"
+    assert rest == []  # --no-new-kernels: the other six kernels of the capture go unmentioned
 
 
 def test_record_refuses_a_metric_the_capture_cannot_give(tmp_path: Path) -> None:
@@ -219,6 +233,17 @@ def test_json_and_pr_comment_files(tmp_path: Path) -> None:
     assert comment.read_text().startswith("<!-- perfgate:pr-comment -->\n### ❌ perfgate: FAILED")
 
 
+def _h200_copy(tmp_path: Path) -> Path:
+    """The zoo baseline as if recorded on an H200: no H100 capture is of its GPU."""
+    import yaml
+
+    doc = yaml.safe_load(Path(ZOO).read_text())
+    doc["provenance"]["gpu"]["name"] = "NVIDIA H200"
+    h200 = tmp_path / "h200.yaml"
+    h200.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return h200
+
+
 def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> None:
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n")
@@ -227,18 +252,37 @@ def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> No
         "GITHUB_ACTIONS": "true",
         "GITHUB_STEP_SUMMARY": str(summary),
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfgate", "check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv"))],
-        capture_output=True, text=True, cwd=ROOT, env=env,
-    )  # fmt: skip
+
+    def run(*baselines: str) -> subprocess.CompletedProcess[str]:
+        args = [a for b in baselines for a in ("-b", b)]
+        return subprocess.run(
+            [sys.executable, "-m", "perfgate", "check", *args, "-c", str(data("zoo-bad-short-run1.csv"))],
+            capture_output=True, text=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+
+    proc = run(ZOO)
     assert proc.returncode == 1
-    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
-    assert len(errors) == 10 and any(
-        line.startswith("::notice ") for line in proc.stdout.splitlines()
-    )
+    # One ::error per failing kernel (8), not per failing metric; no notice under ten.
+    lines = proc.stdout.splitlines()
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert len(errors) == 8 and all(" regressed::" in line for line in errors)
+    assert not any(line.startswith("::notice ") for line in lines)
     text = summary.read_text()
     assert text.startswith("earlier step\n### ❌ perfgate: FAILED")  # appended, not replaced
     assert "```mermaid" in text  # GitHub draws it; a relative SVG would not resolve there
+    # With the H200 baseline beside it, its 10 kernels are missing too: 18 failing kernels,
+    # of which GitHub is shown ten, worst first (regressions before missing kernels).
+    many = run(ZOO, str(_h200_copy(tmp_path)))
+    assert many.returncode == 1
+    lines = many.stdout.splitlines()
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert len(errors) == 10
+    assert [" regressed::" in e for e in errors] == [True] * 8 + [False] * 2
+    assert all(" missing::" in e for e in errors[8:])
+    assert (
+        "::notice title=perfgate::8 more failing kernels; see the step summary or the JUnit report"
+        in lines
+    )
     plain = perfgate("check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv")), "--no-github")
     assert "::error" not in plain.stdout
 
@@ -260,12 +304,7 @@ def test_input_problems_still_reach_the_reports(tmp_path: Path) -> None:
 def test_several_baselines_each_judge_their_own_gpu(tmp_path: Path) -> None:
     # A second GPU's baseline (the same file as if recorded on an H200) finds no capture of
     # its GPU among the H100 captures: every one of its kernels is missing; the H100 one passes.
-    import yaml
-
-    doc = yaml.safe_load(Path(ZOO).read_text())
-    doc["provenance"]["gpu"]["name"] = "NVIDIA H200"
-    h200 = tmp_path / "h200.yaml"
-    h200.write_text(yaml.safe_dump(doc, sort_keys=False))
+    h200 = _h200_copy(tmp_path)
     junit_path = tmp_path / "j.xml"
     proc = perfgate(
         "check",
@@ -280,8 +319,12 @@ def test_several_baselines_each_judge_their_own_gpu(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     suites = list(ET.parse(junit_path).getroot().iter("testsuite"))
-    assert [int(s.get("failures", "-1")) for s in suites] == [0, _gated_metrics(ZOO)]
-    assert "2 baselines" in proc.stdout.splitlines()[0]
+    assert [int(s.get("failures", "-1")) for s in suites] == [0, _kernels(ZOO)]
+    h200_failures = [f.get("type") for f in suites[1].iter("failure")]
+    assert h200_failures == ["missing"] * _kernels(ZOO)  # one per kernel, not per metric
+    assert proc.stdout.splitlines()[0] == (
+        "perfgate check FAILED: 10 missing, 10 passed (20 baselined kernels, 2 baselines)"
+    )
 
 
 def test_explain_diagnoses_a_capture_without_a_baseline() -> None:

@@ -274,11 +274,20 @@ def test_n_a_and_empty_values_are_absent_not_zero(tmp_path: Path) -> None:
     assert all(la.metrics["launch__registers_per_thread"] is None for la in launches)
 
     from perfgate.baseline import load_baseline
-    from perfgate.compare import State, check
+    from perfgate.compare import check
+    from perfgate.verdict import KernelState, State
     from tests.conftest import ROOT
 
     result = check(load_baseline(ROOT / "baselines/h100/zoo.yaml"), read_capture(path))
-    states = {(c.kernel, c.metric): c for c in result.comparisons}
-    missing = states[("zoo_coalescing", "duration")]
+    verdicts = {v.kernel: v for v in result.verdicts}
+    coalescing = verdicts["zoo_coalescing"]
+    # A metric that is n/a in the capture cannot be judged: the kernel is incomplete, not
+    # passed, and not regressed on a zero that was never measured.
+    assert coalescing.state is KernelState.INCOMPLETE
+    states = {c.metric: c for c in coalescing.comparisons}
+    missing = states["duration"]
     assert missing.state is State.MISSING_METRIC and "n/a" in missing.message
-    assert states[("zoo_atomics", "duration")].state is State.PASS
+    assert states["registers_per_thread"].state is State.MISSING_METRIC
+    atomics = {c.metric: c for c in verdicts["zoo_atomics"].comparisons}
+    assert atomics["duration"].state is State.PASS
+    assert verdicts["zoo_atomics"].state is KernelState.PASS

@@ -19,6 +19,7 @@ from perfgate.compare import check
 from perfgate.errors import PerfgateError
 from perfgate.ingest import read_capture
 from perfgate.units import NumberFormat, classify, decide_format, parse_number
+from perfgate.verdict import KernelState
 from tests.conftest import ROOT, data
 
 # PERFGATE_FUZZ_EXAMPLES=2000 for a longer hunt; CI runs the default.
@@ -169,7 +170,12 @@ def test_mutated_baselines_load_or_fail_with_json_paths(d: st.DataObject) -> Non
     # A baseline that loads must also check without an escape.
     capture_path = data("zoo-good-short-run1.csv")
     result = check(baseline, read_capture(capture_path))
-    assert result.comparisons
+    # One verdict per baselined kernel, whatever the mutation did to it; a verdict's
+    # comparisons are its own.
+    judged = [v for v in result.verdicts if v.state is not KernelState.NEW]
+    assert [v.kernel for v in judged] == [k.id for k in baseline.kernels]
+    assert all(c.kernel == v.kernel for v in judged for c in v.comparisons)
+    assert int(result.exit_code) in (0, 1, 2)
 
 
 @SETTINGS

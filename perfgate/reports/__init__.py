@@ -25,7 +25,7 @@ REPORTERS: dict[str, Reporter] = {
         Reporter(
             "junit",
             junit.render,
-            "JUnit XML, a testsuite per baseline, a testcase per (kernel, metric)",
+            "JUnit XML, a testsuite per baseline, a testcase per kernel",
         ),
         Reporter(
             "json", json_report.render, "the whole result for machines (schemas/result.schema.json)"

@@ -33,7 +33,7 @@ def status_line(report: Report) -> str:
         text = f"{counts[state]} {label}"
         if state is KernelState.REGRESSED and report.cause_count:
             n = report.cause_count
-            text += f" ({n} root cause{'s' if n != 1 else ''})"
+            text += f" with {n} root cause{'s' if n != 1 else ''}"
         parts.append(text)
     gated = sum(1 for v in report.verdicts if v.state is not KernelState.NEW)
     code = report.exit_code
@@ -41,5 +41,5 @@ def status_line(report: Report) -> str:
     baselines = f", {len(report.results)} baselines" if len(report.results) > 1 else ""
     return (
         f"perfgate check {verdict}: {', '.join(parts) or 'nothing to compare'} "
-        f"({gated} baselined kernels{baselines})"
+        f"({gated} baselined kernel{'s' if gated != 1 else ''}{baselines})"
     )

@@ -19,7 +19,8 @@ _QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.S
 def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
     label = KERNEL_VERDICT[v.state]
     label = label if v.state in _QUIET else label.upper()
-    lines = [f"  {label:<11} {v.kernel}: {headline(v)}"]
+    said = headline(v)
+    lines = [f"  {label:<11} {v.kernel}" + (f": {said}" if said else "")]
     if v.state in _QUIET and not verbose:
         return lines
     pad = " " * 14
@@ -36,7 +37,10 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
                     f"{pad}follows from it: "
                     + ", ".join(f"{c.metric} {change(c) or c.current}" for c in follows)
                 )
-    for c in v.unexplained():
+    unexplained = list(v.unexplained())
+    if not v.causes and unexplained and headline(v).startswith(comparison_line(unexplained[0])):
+        unexplained = unexplained[1:]  # already the headline
+    for c in unexplained:
         lines.append(f"{pad}{comparison_line(c)}")
     if v.state is not KernelState.PASS and v.captures:
         lines.append(f"{pad}in {', '.join(v.captures)}")

@@ -133,7 +133,7 @@ def baselines() -> dict[str, str | bytes]:
             "    registers_per_thread: {value: 16, min: 16, max: 16}\n    registers_per_thread: {value: 99}\n",
         ),
         "unknown-metric.yaml": minimal.replace("registers_per_thread:", "registers_per_thred:"),
-        "format-version-2.yaml": minimal.replace("format_version: 1", "format_version: 2"),
+        "format-version-99.yaml": minimal.replace("format_version: 1", "format_version: 99"),
         "bad-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: 'zoo_(coalescing'}"
         ),
