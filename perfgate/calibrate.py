@@ -25,8 +25,10 @@ MIN_RUNS = 3
 LONG_KERNEL_NS = 10_000.0
 SHORT_KERNEL_NS = 2_000.0
 STEADY_KERNEL_NS = 20_000.0
-TIME_FLOOR_LONG = 0.025  # duration within 2.2% (H200) to 2.3% (H100) across starts from 20 us
-TIME_FLOOR_10US = 0.035  # a 10.7 us kernel moved 3.3% across starts (H100)
+# Time is the fastest launch (catalog: Aggregate.FASTEST), whose cross-start drift is smaller
+# than the median's: seen within 1.2% from 10 us on H200 (benchmarks/detection.py).
+TIME_FLOOR_LONG = 0.025  # from 20 us
+TIME_FLOOR_10US = 0.045  # at 10 us: a 10.6 us H100 kernel drifted 3.98% between starts
 TIME_FLOOR_SHORT = 0.08  # about 6% for 2 us kernels
 NEARLY_EXACT_FLOOR = 0.005  # cuDNN instructions within 0.1-0.3%; +1.5% must still fail
 
@@ -63,7 +65,7 @@ FLOORS: dict[str, Callable[[float | None], Floor]] = {
     "duration": time_floor,
     "total_time": time_floor,
     "dram_bytes": _fixed(0.01, 65536.0, "DRAM bytes within 0.2% across starts"),
-    "dram_throughput": _fixed(0.03, 1.0, "DRAM % within 2.3% across starts"),
+    "dram_throughput": _fixed(0.04, 1.0, "DRAM % of the best launch within 3.7% across starts"),
     # NCU_FACTS: within 4% across H200 starts; seen 6.6% on the H100 (zoo_coalescing).
     "achieved_occupancy": _fixed(0.08, 2.0, "achieved occupancy within 6.6% across starts"),
     "instructions_executed": _fixed(
@@ -96,9 +98,18 @@ def relative_spread(per_run: Sequence[float]) -> float:
     return (max(per_run) - min(per_run)) / abs(mid)
 
 
-def calibrate(defn: MetricDef, per_run: Sequence[float], duration_ns: float | None) -> Calibration:
-    """The bound for one metric of one kernel from its per-capture-file medians (one file is
-    one separate ncu run); `duration_ns` is the kernel's median duration."""
+def calibrate(
+    defn: MetricDef,
+    per_run: Sequence[float],
+    duration_ns: float | None,
+    launch_range: float = 0.0,
+) -> Calibration:
+    """The bound for one metric of one kernel from its per-capture-file values (one file is
+    one separate ncu run); `duration_ns` is the kernel's duration; `launch_range` the relative
+    range of the metric over all the recorded launches ((max - min) / value). A median over
+    the two or three launches of one check moves with the launches, so for a metric taken as
+    a median the bound is at least that range (seen: an nvjet GEMM's DRAM bytes over 3.4%
+    between launches of one run, 2.6% between machine starts)."""
     runs = len(per_run)
     if runs < MIN_RUNS:
         t = defn.threshold
@@ -119,11 +130,17 @@ def calibrate(defn: MetricDef, per_run: Sequence[float], duration_ns: float | No
         rule = f"{runs} runs around 0: absolute {absolute:g} ({floor.why})"
         return Calibration(runs, spread, floor.relative, absolute, rule)
     observed = K * spread
-    relative = max(observed, floor.relative)
-    chosen = "spread" if observed > floor.relative else "floor"
+    relative = max(observed, floor.relative, launch_range)
+    chosen = (
+        "launch range"
+        if launch_range >= max(observed, floor.relative)
+        else ("spread" if observed > floor.relative else "floor")
+    )
     rule = (
         f"{runs} runs: spread {spread:.2%} x {K:g} = {observed:.2%}, "
-        f"floor {floor.relative:.2%} ({floor.why}): {chosen} {relative:.2%}"
+        f"floor {floor.relative:.2%} ({floor.why})"
+        + (f", launch range {launch_range:.2%}" if launch_range else "")
+        + f": {chosen} {relative:.2%}"
     )
     if floor.absolute:
         rule += f", absolute {floor.absolute:g}"

@@ -164,6 +164,8 @@ def _explain_rates(
     by_metric = {c.metric: c for c in comparisons}
     duration = by_metric.get("duration")
     faster = duration is not None and duration.state is State.IMPROVED
+    # A slower kernel's rates are never explained away by its work: the time is the point.
+    slower = duration is not None and duration.state is State.REGRESSED
     out = []
     for c in comparisons:
         defn = lookup(c.metric)
@@ -173,7 +175,7 @@ def _explain_rates(
         reason = ""
         if faster and duration is not None:
             reason = f"the kernel got faster (duration {_pct(duration.relative_change)})"
-        for work in defn.rate_of:
+        for work in () if slower else defn.rate_of:
             before, after = kernel.value(work), current.values.get(work)
             if isinstance(before, float) and isinstance(after, float) and before > 0:
                 if after < before * 0.98:
@@ -260,6 +262,13 @@ def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
     return tuple(causes.diagnose(delta).causes)
 
 
+_HEADLINE_ORDER: dict[KernelState, tuple[CauseKind, ...]] = {
+    KernelState.REGRESSED: (CauseKind.REGRESSION, CauseKind.TRADE_OFF, CauseKind.CHANGE),
+    KernelState.INCOMPLETE: (CauseKind.REGRESSION, CauseKind.TRADE_OFF, CauseKind.CHANGE),
+    KernelState.IMPROVED: (CauseKind.IMPROVEMENT, CauseKind.CHANGE),
+}
+
+
 def _launch_count(kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]) -> LaunchCount:
     per_file = tuple(sum(1 for la in launches if la.source == p) for p in paths)
     return LaunchCount(float(kernel.launches) if kernel.launches is not None else None, per_file)
@@ -283,10 +292,16 @@ def _judge_kernel(
     comparisons = _explain_rates(comparisons, kernel, delta.current)
     delta = replace(delta, comparisons=tuple(comparisons))
     state = kernel_state(comparisons)
-    causes = _causes(delta) if state is not KernelState.PASS else ()
+    causes = _causes(delta)
     if state is KernelState.PASS:
-        causes = tuple(c for c in _causes(delta) if c.kind is CauseKind.CHANGE)
-    renamed = how.startswith("renamed")
+        causes = tuple(c for c in causes if c.kind is CauseKind.CHANGE)
+    # The headline answers the verdict: why it regressed (or the trade-off that made it), why
+    # it improved. The rules' own ranking holds within a kind.
+    order = _HEADLINE_ORDER.get(state, ())
+    causes = tuple(
+        sorted(causes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
+    )
+    changed = how.startswith(("renamed", "reshaped"))
     return KernelVerdict(
         kernel=kernel.id,
         name=launches[0].name,
@@ -295,10 +310,10 @@ def _judge_kernel(
         causes=causes,
         launches=_launch_count(kernel, launches, capture.paths),
         captures=tuple(sorted({la.source for la in launches})),
-        message=how if renamed else "",
+        message=how if changed else "",
         family=delta.family,
         nvtx=kernel.match.nvtx,
-        matched_by="renamed" if renamed else how,
+        matched_by=how.split(":")[0] if changed else how,
     )
 
 
@@ -316,7 +331,11 @@ def _missing(
     what = f"{family} kernel" if family else "kernel"
     message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
     related: tuple[str, ...] = ()
-    causes: tuple[RootCause, ...] = ()
+    from perfgate.causes import substitution_cause
+
+    gone = substitution_cause(Side(name=name, values=dict(kernel.info)), [], family)
+    causes: tuple[RootCause, ...] = (gone,)
+    message = f"{gone.title}: {message}"
     if kernel.id in matching.replaced_by:
         groups, why = matching.replaced_by[kernel.id]
         related = tuple(ids[g.key] for g in groups)
@@ -345,8 +364,6 @@ def _missing(
             )
         else:
             count = len(groups)
-            from perfgate.causes import substitution_cause
-
             cause = substitution_cause(
                 Side(name=name, values=dict(kernel.info)),
                 [Side(name=g.key.name, values={}) for g in groups],

@@ -103,8 +103,29 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
             result.how[entry.id] = f"renamed: was {entry.match.name}"
         else:
             still.append(entry)
+    # Reshaped: one entry and one group of a name left, at different launch shapes. The same
+    # kernel launched differently (a vectorised version with a quarter of the blocks, a new
+    # problem size): compare it and say the shape changed. With several of either left, a
+    # shape is never guessed: they stay missing and new.
+    missing: list[KernelBaseline] = []
+    for entry in still:
+        norm = normalise(entry.match.name or "")
+        rivals = [e for e in still if normalise(e.match.name or "") == norm]
+        candidates = [
+            (i, g) for i, g in enumerate(groups) if i not in claimed and g.key.normalised == norm
+        ]
+        if len(rivals) == 1 and len(candidates) == 1:
+            index, group = candidates[0]
+            claimed.add(index)
+            result.groups[entry.id] = [group]
+            result.how[entry.id] = (
+                f"reshaped: grid {entry.match.grid} block {entry.match.block} -> "
+                f"grid {group.key.grid} block {group.key.block}"
+            )
+        else:
+            missing.append(entry)
     result.unclaimed = [g for i, g in enumerate(groups) if i not in claimed]
-    _pair_replacements(baseline, still, result)
+    _pair_replacements(baseline, missing, result)
     return result
 
 

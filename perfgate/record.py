@@ -16,7 +16,7 @@ from pathlib import Path
 from perfgate import __version__
 from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
 from perfgate.capture import Capture, Launch
-from perfgate.catalog import MetricDef, default_metrics, lookup
+from perfgate.catalog import Aggregate, MetricDef, default_metrics, lookup
 from perfgate.errors import UsageError
 from perfgate.families import family_of
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
@@ -86,7 +86,11 @@ def _metric_baseline(
     if numeric and len(per_run) >= MIN_RUNS and (
         defn.noise is Noise.NOISY or len(set(per_run)) > 1
     ):
-        calibration = calibrate(defn, per_run, duration)
+        launch_range = 0.0
+        if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
+            value = float(m.value)
+            launch_range = (m.high - m.low) / abs(value) if value else 0.0
+        calibration = calibrate(defn, per_run, duration, launch_range)
         threshold = ThresholdOverride(
             relative=round(calibration.relative, 4), absolute=calibration.absolute
         )

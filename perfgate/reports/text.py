@@ -24,6 +24,8 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
     if v.state in _QUIET and not verbose:
         return lines
     pad = " " * 14
+    if v.matched_by in ("renamed", "reshaped") and v.message:
+        lines.append(f"{pad}matched as {v.message}")
     shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
     for cause in v.causes:
         if cause is not shown_cause and cause.kind is not CauseKind.CHANGE:
@@ -56,10 +58,10 @@ def render(report: Report, verbose: bool = False) -> str:
         for v in result.ordered():
             if not verbose and v.state in (KernelState.PASS, KernelState.SKIPPED):
                 continue
-            if not verbose and v.state is KernelState.NEW and not v.related:
-                continue
+            if not verbose and v.state is KernelState.NEW:
+                continue  # counted below; those that replaced a kernel are named in its line
             lines.extend(kernel_lines(v, verbose))
-    new = sum(1 for v in report.verdicts if v.state is KernelState.NEW and not v.related)
+    new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
     tail = []
     if new and not verbose:

@@ -1,0 +1,165 @@
+"""Detection limits and false alarms of the gate on real captures from separate machine starts.
+
+For each workload: a baseline recorded from 3 separate ncu runs of one machine start, checked
+against every run of the same unchanged build captured on ANOTHER machine start:
+- false alarms: kernels of the unchanged build that do not pass (must be 0);
+- detection: the same re-captures with one regression injected into one kernel at a time
+  (every launch's raw counter scaled: duration x1.05, DRAM bytes x1.03, instructions x1.015);
+  a regression is caught when that kernel's verdict is REGRESSED on the metric injected.
+Injecting into real re-captures keeps the real cross-start noise and makes the size exact.
+It also prints the cross-start drift of each kernel's median per metric class.
+
+    python benchmarks/detection.py            # table for docs/noise.md; exit 1 if the goal fails
+
+Goal (issue 10): caught on every kernel of 10 us or more; no false alarm.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfgate.capture import Capture, Launch, merge  # noqa: E402
+from perfgate.compare import check  # noqa: E402
+from perfgate.ingest import read_capture  # noqa: E402
+from perfgate.kernels import group_launches  # noqa: E402
+from perfgate.record import RecordSettings, record  # noqa: E402
+from perfgate.verdict import KernelState, State  # noqa: E402
+
+H200 = ROOT / "tests" / "data" / "h200" / "real"
+H100 = ROOT / "tests" / "data" / "h100"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    baseline_runs: tuple[Path, ...]  # one machine start
+    other_start_runs: tuple[Path, ...]  # another machine start
+
+
+WORKLOADS = (
+    *(
+        Workload(
+            f"H200 {w}",
+            tuple(H200 / f"{w}-run{i}.csv" for i in (1, 2, 3)),
+            tuple(H200 / f"start2-{w}-run{i}.csv" for i in (1, 2, 3)),
+        )
+        for w in ("torch-flash", "compiled-a", "triton-good", "changes-base")
+    ),
+    *(
+        Workload(
+            f"H100 {w}",
+            tuple(H100 / f"{w}-run{i}.csv" for i in (1, 2, 3)),
+            tuple(H100 / s / f"{w}-run{i}.csv.gz" for s in ("session1", "session2") for i in (1, 2, 3)),
+        )
+        for w in ("zoo-good-short", "torch-short")
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Injection:
+    name: str
+    metric: str  # the logical metric that must regress
+    raw: tuple[str, ...]  # raw counters scaled together
+    factor: float
+
+
+INJECTIONS = (
+    Injection("+5% duration", "duration", ("gpu__time_duration.sum",), 1.05),
+    Injection("+3% DRAM bytes", "dram_bytes", ("dram__bytes_read.sum", "dram__bytes_write.sum"), 1.03),
+    Injection(
+        "+1.5% instructions",
+        "instructions_executed",
+        ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum"),
+        1.015,
+    ),
+)
+LONG_NS = 10_000.0
+
+
+def _scaled(capture: Capture, name: str, grid: object, inj: Injection) -> Capture:
+    def scale(la: Launch) -> Launch:
+        if la.name != name or la.grid != grid:
+            return la
+        metrics = dict(la.metrics)
+        for raw in inj.raw:
+            v = metrics.get(raw)
+            if isinstance(v, float):
+                metrics[raw] = v * inj.factor
+        return replace(la, metrics=metrics)
+
+    return replace(capture, launches=tuple(scale(la) for la in capture.launches))
+
+
+def _duration(launches: tuple[Launch, ...]) -> float:
+    values = [v for la in launches if isinstance(v := la.metrics.get("gpu__time_duration.sum"), float)]
+    return statistics.median(values) if values else 0.0
+
+
+def run(out: Callable[[str], None] = print) -> bool:
+    ok = True
+    out("| workload | kernels | kernels >= 10 us | false alarms | incomplete | " + " | ".join(i.name for i in INJECTIONS) + " |")
+    out("|---|---|---|---|---|" + "---|" * len(INJECTIONS))
+    misses: list[str] = []
+    alarms: list[str] = []
+    for w in WORKLOADS:
+        base = record(merge([read_capture(p) for p in w.baseline_runs]), RecordSettings()).baseline
+        captures = [read_capture(p) for p in w.other_start_runs]
+        kernels = {k.match.name: k for k in base.kernels}
+        long_ids = set()
+        false_alarms = 0
+        incomplete = 0
+        caught = dict.fromkeys(INJECTIONS, 0)
+        tried = dict.fromkeys(INJECTIONS, 0)
+        for cap in captures:
+            result = check(base, cap)
+            for v in result.verdicts:
+                if v.state is KernelState.INCOMPLETE and not any(c.state is State.REGRESSED for c in v.comparisons):
+                    # The older captures' metric lists lack some metrics: not a verdict on noise.
+                    incomplete += 1
+                elif v.state not in (KernelState.PASS, KernelState.IMPROVED, KernelState.NEW):
+                    false_alarms += 1
+                    bad = [f"{c.metric} {c.relative_change and round(c.relative_change * 100, 2)}%" for c in v.failing if c.state is State.REGRESSED]
+                    alarms.append(f"{w.name} {Path(cap.paths[0]).name} {v.kernel}: {v.state.value} {bad}")
+            for group in group_launches(cap.launches):
+                entry = kernels.get(group.key.name)
+                if entry is None or entry.match.grid != group.key.grid:
+                    continue
+                if _duration(group.launches) < LONG_NS:
+                    continue
+                long_ids.add(entry.id)
+                for inj in INJECTIONS:
+                    if not any(m.name == inj.metric for m in entry.metrics):
+                        continue
+                    tried[inj] += 1
+                    injected = check(base, _scaled(cap, group.key.name, group.key.grid, inj))
+                    verdict = next(v for v in injected.verdicts if v.kernel == entry.id)
+                    hit = any(c.metric == inj.metric and c.state is State.REGRESSED for c in verdict.comparisons)
+                    if hit:
+                        caught[inj] += 1
+                    else:
+                        comp = next(c for c in verdict.comparisons if c.metric == inj.metric)
+                        misses.append(
+                            f"{w.name} {Path(cap.paths[0]).name} {entry.id} {inj.name}: "
+                            f"{comp.state.value} {comp.relative_change and round(comp.relative_change * 100, 2)}% "
+                            f"(bound {comp.bound})"
+                        )
+        cells = " | ".join(f"{caught[i]}/{tried[i]}" for i in INJECTIONS)
+        out(f"| {w.name} | {len(base.kernels)} | {len(long_ids)} | {false_alarms} | {incomplete} | {cells} |")
+        ok = ok and false_alarms == 0 and all(caught[i] == tried[i] for i in INJECTIONS)
+    for line in alarms:
+        out(f"- false alarm: {line}")
+    for line in misses:
+        out(f"- missed: {line}")
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(0 if run() else 1)
