@@ -56,7 +56,9 @@ WORKLOADS = (
         Workload(
             f"H100 {w}",
             tuple(H100 / f"{w}-run{i}.csv" for i in (1, 2, 3)),
-            tuple(H100 / s / f"{w}-run{i}.csv.gz" for s in ("session1", "session2") for i in (1, 2, 3)),
+            tuple(
+                H100 / s / f"{w}-run{i}.csv.gz" for s in ("session1", "session2") for i in (1, 2, 3)
+            ),
         )
         for w in ("zoo-good-short", "torch-short")
     ),
@@ -73,7 +75,9 @@ class Injection:
 
 INJECTIONS = (
     Injection("+5% duration", "duration", ("gpu__time_duration.sum",), 1.05),
-    Injection("+3% DRAM bytes", "dram_bytes", ("dram__bytes_read.sum", "dram__bytes_write.sum"), 1.03),
+    Injection(
+        "+3% DRAM bytes", "dram_bytes", ("dram__bytes_read.sum", "dram__bytes_write.sum"), 1.03
+    ),
     Injection(
         "+1.5% instructions",
         "instructions_executed",
@@ -99,13 +103,19 @@ def _scaled(capture: Capture, name: str, grid: object, inj: Injection) -> Captur
 
 
 def _duration(launches: tuple[Launch, ...]) -> float:
-    values = [v for la in launches if isinstance(v := la.metrics.get("gpu__time_duration.sum"), float)]
+    values = [
+        v for la in launches if isinstance(v := la.metrics.get("gpu__time_duration.sum"), float)
+    ]
     return statistics.median(values) if values else 0.0
 
 
 def run(out: Callable[[str], None] = print) -> bool:
     ok = True
-    out("| workload | kernels | kernels >= 10 us | false alarms | incomplete | " + " | ".join(i.name for i in INJECTIONS) + " |")
+    out(
+        "| workload | kernels | kernels >= 10 us | false alarms | incomplete | "
+        + " | ".join(i.name for i in INJECTIONS)
+        + " |"
+    )
     out("|---|---|---|---|---|" + "---|" * len(INJECTIONS))
     misses: list[str] = []
     alarms: list[str] = []
@@ -121,13 +131,21 @@ def run(out: Callable[[str], None] = print) -> bool:
         for cap in captures:
             result = check(base, cap)
             for v in result.verdicts:
-                if v.state is KernelState.INCOMPLETE and not any(c.state is State.REGRESSED for c in v.comparisons):
+                if v.state is KernelState.INCOMPLETE and not any(
+                    c.state is State.REGRESSED for c in v.comparisons
+                ):
                     # The older captures' metric lists lack some metrics: not a verdict on noise.
                     incomplete += 1
                 elif v.state not in (KernelState.PASS, KernelState.IMPROVED, KernelState.NEW):
                     false_alarms += 1
-                    bad = [f"{c.metric} {c.relative_change and round(c.relative_change * 100, 2)}%" for c in v.failing if c.state is State.REGRESSED]
-                    alarms.append(f"{w.name} {Path(cap.paths[0]).name} {v.kernel}: {v.state.value} {bad}")
+                    bad = [
+                        f"{c.metric} {c.relative_change and round(c.relative_change * 100, 2)}%"
+                        for c in v.failing
+                        if c.state is State.REGRESSED
+                    ]
+                    alarms.append(
+                        f"{w.name} {Path(cap.paths[0]).name} {v.kernel}: {v.state.value} {bad}"
+                    )
             for group in group_launches(cap.launches):
                 entry = kernels.get(group.key.name)
                 if entry is None or entry.match.grid != group.key.grid:
@@ -141,7 +159,10 @@ def run(out: Callable[[str], None] = print) -> bool:
                     tried[inj] += 1
                     injected = check(base, _scaled(cap, group.key.name, group.key.grid, inj))
                     verdict = next(v for v in injected.verdicts if v.kernel == entry.id)
-                    hit = any(c.metric == inj.metric and c.state is State.REGRESSED for c in verdict.comparisons)
+                    hit = any(
+                        c.metric == inj.metric and c.state is State.REGRESSED
+                        for c in verdict.comparisons
+                    )
                     if hit:
                         caught[inj] += 1
                     else:
@@ -152,7 +173,9 @@ def run(out: Callable[[str], None] = print) -> bool:
                             f"(bound {comp.bound})"
                         )
         cells = " | ".join(f"{caught[i]}/{tried[i]}" for i in INJECTIONS)
-        out(f"| {w.name} | {len(base.kernels)} | {len(long_ids)} | {false_alarms} | {incomplete} | {cells} |")
+        out(
+            f"| {w.name} | {len(base.kernels)} | {len(long_ids)} | {false_alarms} | {incomplete} | {cells} |"
+        )
         ok = ok and false_alarms == 0 and all(caught[i] == tried[i] for i in INJECTIONS)
     for line in alarms:
         out(f"- false alarm: {line}")

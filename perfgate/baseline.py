@@ -349,7 +349,10 @@ def _check_metric(
     for key in ("value", "min", "max"):
         number = entry.get(key)
         if isinstance(number, float) and not math.isfinite(number):
-            add([*where, key], f"{number!r} is not a finite number; a baseline holds measured values")
+            add(
+                [*where, key],
+                f"{number!r} is not a finite number; a baseline holds measured values",
+            )
         elif isinstance(number, (int, float)) and not isinstance(number, bool) and number < 0:
             add([*where, key], f"{number!r} is negative; counters are never negative")
     override = entry.get("threshold") or {}

@@ -39,6 +39,9 @@ class Launch:
     cc: str | None = None  # compute capability "9.0"
     nvtx: tuple[str, ...] = ()
     source: str = ""  # the file this launch came from
+    # NCU's rule results in a .ncu-rep (rule id -> its first sentence); their estimated
+    # speedups (%) are in `metrics` as `ncu_rule.<id>`.
+    rules: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -466,7 +466,8 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         "memory_throughput", "Memory throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),),
         Threshold(0.10, 2.0), default=False,
-        aggregate=Aggregate.FASTEST, rate_of=("dram_bytes", "l2_sectors", "global_load_sectors", "global_store_sectors"),
+        aggregate=Aggregate.FASTEST,
+        rate_of=("dram_bytes", "l2_sectors", "global_load_sectors", "global_store_sectors"),
         description="Speed-of-light memory throughput (the busiest of DRAM, L2, L1).",
     ),
     MetricDef(

@@ -144,9 +144,9 @@ def check_command(
     verbose: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
-    from perfgate.verdict import Report
     from perfgate.gate import CheckRequest, ReportOutputs, github_outputs, run_check, write_reports
     from perfgate.reports import REPORTERS, text
+    from perfgate.verdict import Report
 
     on_actions, summary_file = github_outputs()
     use_github = on_actions if github is None else github

@@ -4,7 +4,7 @@ explicit state, and the exit code follows from the states alone)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
@@ -12,10 +12,10 @@ from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, lookup
 from perfgate.families import family_of
 from perfgate.kernel_names import short_name
-from perfgate.kernels import KernelGroup, group_launches, readable_ids
+from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
 from perfgate.measure import Measured, Unavailable, measure
-from perfgate.record import info_metrics
+from perfgate.record import info_metrics, rule_speedups
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,
@@ -65,7 +65,9 @@ def _measure(
     metric: MetricBaseline, launches: Sequence[Launch], columns: frozenset[str]
 ) -> Measured | Unavailable:
     # Stall shares compare over the baseline's own reason set, whatever else the capture holds.
-    return measure(metric.definition, launches, columns, metric.formula_group, reasons=metric.reasons)
+    return measure(
+        metric.definition, launches, columns, metric.formula_group, reasons=metric.reasons
+    )
 
 
 def _compare_metric(
@@ -177,11 +179,11 @@ def _explain_rates(
             reason = f"the kernel got faster (duration {_pct(duration.relative_change)})"
         for work in () if slower else defn.rate_of:
             before, after = kernel.value(work), current.values.get(work)
-            if isinstance(before, float) and isinstance(after, float) and before > 0:
-                if after < before * 0.98:
-                    reason = f"{work} fell with it ({_pct(after / before - 1)})"
+            fell = isinstance(before, float) and isinstance(after, float) and before > 0
+            if fell and after < before * 0.98:  # type: ignore[operator]
+                reason = f"{work} fell with it ({_pct(after / before - 1)})"  # type: ignore[operator]
         if reason:
-            out.append(replace(c, state=State.PASS, explained=f"rate fell because {reason}"))
+            out.append(replace(c, state=State.PASS, explained=f"a rate: {reason}"))
         else:
             out.append(c)
     return out
@@ -230,7 +232,12 @@ def _delta(
         cur_values[name] = got.value
         if got.shares is not None:
             cur_shares = dict(got.shares)
+    cur_values.update(rule_speedups(launches))
     first = launches[0]
+    messages: dict[str, str] = {}
+    for launch in launches:
+        for rule, text in launch.rules.items():
+            messages.setdefault(rule, text)
     family = kernel.family or (f.name if (f := family_of(first.name)) else None)
     runs = len({la.source for la in launches}) or 1
     return KernelDelta(
@@ -250,6 +257,7 @@ def _delta(
             launches=len(launches) / runs,
             grid=first.grid,
             block=first.block,
+            rules=messages,
         ),
         comparisons=tuple(comparisons),
         family=family,
@@ -269,7 +277,9 @@ _HEADLINE_ORDER: dict[KernelState, tuple[CauseKind, ...]] = {
 }
 
 
-def _launch_count(kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]) -> LaunchCount:
+def _launch_count(
+    kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]
+) -> LaunchCount:
     per_file = tuple(sum(1 for la in launches if la.source == p) for p in paths)
     return LaunchCount(float(kernel.launches) if kernel.launches is not None else None, per_file)
 
@@ -317,14 +327,14 @@ def _judge_kernel(
     )
 
 
-def _names(groups: Sequence[KernelGroup], ids: dict[object, str]) -> str:
+def _names(groups: Sequence[KernelGroup], ids: Mapping[KernelKey, str]) -> str:
     shown = [ids[g.key] for g in groups[:4]]
     more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
     return ", ".join(shown) + more
 
 
 def _missing(
-    kernel: KernelBaseline, matching: Matching, ids: dict[object, str], capture: Capture
+    kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
 ) -> KernelVerdict:
     name = kernel.name or kernel.match.name or kernel.id
     family = kernel.family or (f.name if (f := family_of(name)) else None)
@@ -340,9 +350,7 @@ def _missing(
         groups, why = matching.replaced_by[kernel.id]
         related = tuple(ids[g.key] for g in groups)
         if why.startswith("the same kernel"):
-            shapes = ", ".join(
-                f"grid {g.key.grid} block {g.key.block}" for g in groups[:3]
-            )
+            shapes = ", ".join(f"grid {g.key.grid} block {g.key.block}" for g in groups[:3])
             title = "Launch shape changed"
             message = (
                 f"launch shape changed: recorded at grid {kernel.match.grid} block "
@@ -430,7 +438,7 @@ def check(
     settings = settings or CheckSettings()
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
-    ids: dict[object, str] = dict(readable_ids([g.key for g in matching.unclaimed]))
+    ids = readable_ids([g.key for g in matching.unclaimed])
     verdicts: list[KernelVerdict] = []
     for kernel in baseline.kernels:
         launches = matching.launches(kernel.id)
@@ -442,9 +450,7 @@ def check(
             verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:
         for group in matching.unclaimed:
-            replaced = tuple(
-                kid for kid, (gs, _) in matching.replaced_by.items() if group in gs
-            )
+            replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
             verdicts.append(_new(group, ids[group.key], replaced, capture))
     notice = ""
     if baseline.kernels and not matching.groups and groups:

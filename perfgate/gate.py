@@ -18,6 +18,7 @@ from perfgate.ingest import MetricSelection, read_captures
 from perfgate.kernels import group_launches, readable_ids, select
 from perfgate.record import RecordResult, RecordSettings, record
 from perfgate.reports import json_report, junit, markdown, svg
+from perfgate.values import check_values
 from perfgate.verdict import KernelState, Report
 
 
@@ -78,6 +79,7 @@ def run_check(request: CheckRequest) -> Report:
     for baseline in baselines:
         wanted |= baseline.raw_metrics()
     capture = read_captures(request.captures, MetricSelection(wanted))
+    check_values(capture)
     settings = CheckSettings(report_new_kernels=request.report_new_kernels)
     several = len(baselines) > 1
     return Report(tuple(check(b, _for_baseline(b, capture, several), settings) for b in baselines))
@@ -85,6 +87,7 @@ def run_check(request: CheckRequest) -> Report:
 
 def run_record(request: RecordRequest) -> RecordResult:
     capture = read_captures(request.captures)
+    check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
     return result
@@ -92,6 +95,7 @@ def run_record(request: RecordRequest) -> RecordResult:
 
 def run_explain(request: ExplainRequest) -> ExplainResult:
     capture = read_captures(request.captures, MetricSelection(raw_inputs()))
+    check_values(capture)
     launches = select(capture.launches, request.kernel_patterns)
     groups = group_launches(launches)
     ids = readable_ids([g.key for g in groups])

@@ -182,8 +182,8 @@ def short_name(name: str) -> str:
     template arguments shortened; names without templates stay whole.
 
     >>> short_name("void at::vectorized_elementwise_kernel<8, at::GeluCUDAKernelImpl("
-    ...            "at::TensorIteratorBase &, at::GeluType)::[lambda() (instance 2)]::operator ()() "
-    ...            "const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)")
+    ...     "at::TensorIteratorBase &, at::GeluType)::[lambda() (instance 2)]::operator ()() "
+    ...     "const::[lambda(c10::BFloat16) (instance 1)], std::array<char *, 2>>(int, T2, T3)")
     'vectorized_elementwise_kernel<8, GeluCUDAKernelImpl(BFloat16), array<char *, 2>>'
     >>> short_name("zoo_coalescing(const float *, float *, int)")
     'zoo_coalescing'

@@ -81,9 +81,7 @@ class KernelGroup:
 
     @property
     def instructions(self) -> float | None:
-        values = [
-            v for la in self.launches if isinstance(v := la.metrics.get(WORK_METRIC), float)
-        ]
+        values = [v for la in self.launches if isinstance(v := la.metrics.get(WORK_METRIC), float)]
         return sorted(values)[len(values) // 2] if values else None
 
 

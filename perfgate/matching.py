@@ -76,7 +76,9 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
         candidates = [
             (i, g)
             for i, g in enumerate(groups)
-            if i not in claimed and g.key.name == entry.match.name and _same_shape(entry, g, by_nvtx)
+            if i not in claimed
+            and g.key.name == entry.match.name
+            and _same_shape(entry, g, by_nvtx)
         ]
         if not candidates:
             pending.append(entry)
@@ -138,9 +140,7 @@ def _first_index(result: Matching, kernel: str, source: str) -> int | None:
     return _position(result.launches(kernel), source)
 
 
-def _pair_replacements(
-    baseline: Baseline, missing: list[KernelBaseline], result: Matching
-) -> None:
+def _pair_replacements(baseline: Baseline, missing: list[KernelBaseline], result: Matching) -> None:
     order = [k.id for k in baseline.kernels]
     source = result.unclaimed[0].launches[0].source if result.unclaimed else ""
     for entry in missing:

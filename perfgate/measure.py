@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate.capture import Launch, cc_version
-from perfgate.thresholds import Direction
 from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
 from perfgate.stalls import (
     FAMILY_BY_NAME,
@@ -18,6 +17,7 @@ from perfgate.stalls import (
     present_reasons,
     shares,
 )
+from perfgate.thresholds import Direction
 
 
 @dataclass(frozen=True)

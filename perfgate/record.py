@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate import __version__
 from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.calibrate import MIN_RUNS, calibrate
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, default_metrics, lookup
 from perfgate.errors import UsageError
 from perfgate.families import family_of
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
 from perfgate.measure import Measured, Unavailable, measure
-from perfgate.calibrate import MIN_RUNS, calibrate
 from perfgate.stalls import stall_family_report
 from perfgate.thresholds import Noise, ThresholdOverride
+
 
 def info_metrics() -> tuple[str, ...]:
     """Values recorded beside the gated ones so that a later check can say what changed (the
@@ -38,6 +40,20 @@ def info_metrics() -> tuple[str, ...]:
             continue
         out.append(name)
     return tuple(out)
+
+
+RULE_PREFIX = "ncu_rule."
+
+
+def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
+    """NCU's estimated speedup (%) per rule that fired, median over the launches it fired in
+    (.ncu-rep captures with sections only): a later check says which rules newly fire."""
+    by_rule: dict[str, list[float]] = {}
+    for launch in launches:
+        for name, value in launch.metrics.items():
+            if name.startswith(RULE_PREFIX) and isinstance(value, float):
+                by_rule.setdefault(name, []).append(value)
+    return {name: round(statistics.median(v), 1) for name, v in sorted(by_rule.items())}
 
 
 @dataclass(frozen=True)
@@ -83,8 +99,10 @@ def _metric_baseline(
     numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
     # Fewer runs say nothing about the spread: the catalog's defaults stand (and a note says
     # so). An exact metric whose runs agree stays exact without a line in the file.
-    if numeric and len(per_run) >= MIN_RUNS and (
-        defn.noise is Noise.NOISY or len(set(per_run)) > 1
+    if (
+        numeric
+        and len(per_run) >= MIN_RUNS
+        and (defn.noise is Noise.NOISY or len(set(per_run)) > 1)
     ):
         launch_range = 0.0
         if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
@@ -140,11 +158,10 @@ def _kernel(
         got = measure(lookup(name), launches, capture.columns)
         if isinstance(got, Measured) and got.value is not None:
             info[name] = got.value
+    info.update(rule_speedups(launches))
     key = group.key
     family = family_of(key.name)
-    match = KernelMatch(
-        name=key.name, grid=key.grid, block=key.block, nvtx=key.nvtx, work=key.work
-    )
+    match = KernelMatch(name=key.name, grid=key.grid, block=key.block, nvtx=key.nvtx, work=key.work)
     runs = len({launch.source for launch in launches})
     per_run_launches = len(launches) / runs if runs else None
     return KernelBaseline(
@@ -184,8 +201,8 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     if not kernels:
         raise UsageError("no metric could be recorded for any kernel of the capture")
     runs = len(capture.paths)
-    _, notes = stall_family_report(capture.columns, cc, [la.metrics for la in launches[:50]])
-    notes = list(notes)
+    _, warned = stall_family_report(capture.columns, cc, [la.metrics for la in launches[:50]])
+    notes = list(warned)
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "

@@ -162,6 +162,7 @@ class Side:
     launches: float | None = None  # per capture
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)  # NCU rule id -> its message
 
     def number(self, metric: str) -> float | None:
         v = self.values.get(metric)

@@ -11,10 +11,10 @@ import yaml
 from perfgate.baseline import dump_baseline, load_baseline
 from perfgate.capture import merge
 from perfgate.compare import check
-from perfgate.verdict import KernelState, State, kernel_exit_code, worst_exit_code
 from perfgate.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.record import RecordSettings, record
+from perfgate.verdict import KernelState, State, kernel_exit_code, worst_exit_code
 from tests.conftest import ROOT, data
 from tests.zoo.expectations import unmet
 
@@ -43,8 +43,11 @@ def _states(result) -> dict[str, KernelState]:  # type: ignore[no-untyped-def]
 
 
 def _problems(result) -> list[str]:  # type: ignore[no-untyped-def]
-    lines = [f"{v.kernel}: {v.state.value} {v.message}" for v in result.verdicts
-             if v.state in (KernelState.MISSING, KernelState.ERROR)]
+    lines = [
+        f"{v.kernel}: {v.state.value} {v.message}"
+        for v in result.verdicts
+        if v.state in (KernelState.MISSING, KernelState.ERROR)
+    ]
     return lines + [f"{c.kernel} {c.metric}: {c.state.value} {c.baseline} -> {c.current} ({c.bound}) {c.message}"
             for c in _comparisons(result) if c.state not in (State.PASS, State.IMPROVED)]  # fmt: skip
 
@@ -184,7 +187,10 @@ def test_state_to_exit_code_mapping_is_total() -> None:
         KernelState.REGRESSED: ExitCode.GATE_FAILED, KernelState.MISSING: ExitCode.GATE_FAILED,
         KernelState.INCOMPLETE: ExitCode.GATE_FAILED, KernelState.ERROR: ExitCode.INPUT_ERROR,
     }  # fmt: skip
-    assert worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR]) is ExitCode.INPUT_ERROR
+    assert (
+        worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR])
+        is ExitCode.INPUT_ERROR
+    )
     assert worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED]) is ExitCode.GATE_FAILED
     assert worst_exit_code([]) is ExitCode.OK
 

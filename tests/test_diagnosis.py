@@ -43,7 +43,9 @@ def test_each_regression_gets_its_finding_and_the_good_build_does_not(form: str)
 def test_every_finding_cites_counters_and_a_lever() -> None:
     capture = read_capture(data("zoo-bad-full-run1.csv.gz"))
     for group in group_launches(capture.launches):
-        for finding in diagnose(group.launches[0].function, list(group.launches), capture.columns).findings:
+        for finding in diagnose(
+            group.launches[0].function, list(group.launches), capture.columns
+        ).findings:
             assert finding.lever and finding.evidence
             assert all(
                 "__" in e.source or "launch__" in e.source or "shares of" in e.source

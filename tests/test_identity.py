@@ -25,8 +25,12 @@ GELU = (
 
 def test_normalise_neutralises_only_what_changes_without_the_kernel_changing() -> None:
     assert normalise(GELU) == normalise(GELU.replace("(instance 4)", "(instance 5)"))
-    assert normalise("triton_poi_fused_add_mul_relu_1") == normalise("triton_poi_fused_add_mul_relu_0")
-    assert normalise("void a::(anonymous namespace)::k<int>()") == normalise("void a::<unnamed>::k<int>()")
+    assert normalise("triton_poi_fused_add_mul_relu_1") == normalise(
+        "triton_poi_fused_add_mul_relu_0"
+    )
+    assert normalise("void a::(anonymous namespace)::k<int>()") == normalise(
+        "void a::<unnamed>::k<int>()"
+    )
     # Template arguments and parameter types are the instantiation: never neutralised.
     assert normalise(GELU) != normalise(GELU.replace("BFloat16", "Half"))
     assert normalise(GELU) != normalise(GELU.replace("<8,", "<4,"))
@@ -35,13 +39,23 @@ def test_normalise_neutralises_only_what_changes_without_the_kernel_changing() -
 
 
 def test_short_names_say_what_the_kernel_is() -> None:
-    assert short_name(GELU) == "vectorized_elementwise_kernel<8, GeluCUDAKernelImpl(BFloat16), array<char *, 2>>"
+    assert (
+        short_name(GELU)
+        == "vectorized_elementwise_kernel<8, GeluCUDAKernelImpl(BFloat16), array<char *, 2>>"
+    )
     assert short_name("zoo_coalescing(const float *, float *, int)") == "zoo_coalescing"
-    assert short_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    assert (
+        short_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
+        == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    )
 
 
-def _launch(index: int, name: str, grid: tuple[int, int, int], inst: float, source: str = "a.csv") -> Launch:
-    return Launch(index, name, name, (128, 1, 1), grid, {"smsp__inst_executed.sum": inst}, source=source)
+def _launch(
+    index: int, name: str, grid: tuple[int, int, int], inst: float, source: str = "a.csv"
+) -> Launch:
+    return Launch(
+        index, name, name, (128, 1, 1), grid, {"smsp__inst_executed.sum": inst}, source=source
+    )
 
 
 def test_one_name_at_several_shapes_and_works_is_several_kernels_with_readable_ids() -> None:
@@ -62,7 +76,9 @@ def test_one_name_at_several_shapes_and_works_is_several_kernels_with_readable_i
         f"{gemm} #work1", f"{gemm} #work2",
         f"{short_name(add)} [grid 64x1x1]", f"{short_name(add)} [grid 256x1x1]",
     ])  # fmt: skip
-    assert len(set(ids.values())) == 4 and not any("#" in v and "work" not in v for v in ids.values())
+    assert len(set(ids.values())) == 4 and not any(
+        "#" in v and "work" not in v for v in ids.values()
+    )
 
 
 def test_nvtx_range_path_from_ncus_columns() -> None:
@@ -95,7 +111,9 @@ def test_a_renumbered_lambda_is_the_same_kernel(tmp_path: Path) -> None:
     text = data("torch-short-run2.csv").read_text()
     assert "[lambda(c10::BFloat16) (instance 1)]" in text
     renamed = tmp_path / "renamed.csv"
-    renamed.write_text(text.replace("[lambda(c10::BFloat16) (instance 1)]", "[lambda(c10::BFloat16) (instance 2)]"))
+    renamed.write_text(
+        text.replace("[lambda(c10::BFloat16) (instance 1)]", "[lambda(c10::BFloat16) (instance 2)]")
+    )
     result = check(baseline, read_capture(renamed))
     gelu = next(v for v in result.verdicts if "GeluCUDAKernelImpl" in v.kernel)
     assert gelu.state is KernelState.PASS

@@ -60,7 +60,9 @@ def test_unchanged_builds_pass_on_another_machine_start(build: str, run: int) ->
 
 def test_one_name_at_several_shapes_is_several_kernels_with_readable_ids() -> None:
     ids = [k.id for k in baseline("torch-flash").kernels]
-    adds = [i for i in ids if i.startswith("vectorized_elementwise_kernel<4, CUDAFunctor_add<float>")]
+    adds = [
+        i for i in ids if i.startswith("vectorized_elementwise_kernel<4, CUDAFunctor_add<float>")
+    ]
     assert sorted(adds) == sorted(
         f"vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid {g}x1x1]"
         for g in (1024, 4096, 16384)
@@ -80,7 +82,10 @@ def test_a_redundant_launch_is_a_regression_of_that_kernel_only() -> None:
     (v,) = bad
     assert v.launches is not None and v.launches.baseline == 2 and v.launches.current == (4,)
     assert v.headline is not None and v.headline.mechanism == "launch-count"
-    assert {c.metric for c in v.comparisons if c.state is State.REGRESSED} == {"launches", "total_time"}
+    assert {c.metric for c in v.comparisons if c.state is State.REGRESSED} == {
+        "launches",
+        "total_time",
+    }
 
 
 def test_attention_backend_change_is_one_finding_naming_the_math_path() -> None:
@@ -114,7 +119,10 @@ def test_renumbered_inductor_kernels_are_the_same_kernels() -> None:
     assert all(v.kernel.endswith("_#") for v in renamed)
     assert not [v for v in result.verdicts if v.state is KernelState.MISSING]
     new = [v for v in result.verdicts if v.state is KernelState.NEW]
-    assert sorted(v.kernel for v in new) == ["triton_per_fused_cos_mean_#", "triton_red_fused_cos_mean_#"]
+    assert sorted(v.kernel for v in new) == [
+        "triton_per_fused_cos_mean_#",
+        "triton_red_fused_cos_mean_#",
+    ]
     # Variant b feeds the new reduction into the first kernel: it really does more work.
     first = verdict(result, "softmax")
     assert first.state is KernelState.REGRESSED
@@ -136,7 +144,9 @@ def test_lost_pipelining_leads_with_num_stages_not_occupancy() -> None:
     matmul = verdict(result, "perfgate_matmul_kernel")
     assert matmul.state is KernelState.REGRESSED
     assert matmul.headline is not None and matmul.headline.mechanism == "lost-pipelining"
-    assert "num_stages" in matmul.headline.lever and "__launch_bounds__" not in matmul.headline.lever
+    assert (
+        "num_stages" in matmul.headline.lever and "__launch_bounds__" not in matmul.headline.lever
+    )
 
 
 def test_strided_softmax_leads_with_uncoalesced_loads() -> None:
@@ -195,7 +205,9 @@ def test_fewer_bytes_and_faster_passes_when_nothing_else_changed() -> None:
     regs = kernel.value("registers_per_thread")
     inst = kernel.value("instructions_executed")
     assert isinstance(regs, float) and isinstance(inst, float)
-    before = next(la for la in cap("changes-base-run1.csv").launches if la.name.startswith("chg_fewer_bytes"))
+    before = next(
+        la for la in cap("changes-base-run1.csv").launches if la.name.startswith("chg_fewer_bytes")
+    )
     changed = cap("changes-changed-run1.csv")
     launches = tuple(
         replace(la, metrics={**la.metrics, "launch__registers_per_thread": regs,
@@ -241,3 +253,19 @@ def test_real_reports_name_the_capture_file(tmp_path: Path) -> None:
     result = check(baseline("torch-flash"), cap("torch-redundant-run1.csv"))
     bad = next(v for v in result.verdicts if v.state is KernelState.REGRESSED)
     assert bad.captures == (str(REAL / "torch-redundant-run1.csv"),)
+
+
+def test_ncu_rules_that_newly_fire_are_reported_from_ncu_rep_reports() -> None:
+    pytest.importorskip("ncu_report")
+    base = record(cap("triton-good-full.ncu-rep"), RecordSettings()).baseline
+    softmax = next(k for k in base.kernels if "softmax" in k.id)
+    assert "ncu_rule.UncoalescedGlobalAccess" not in softmax.info
+    result = check(base, cap("triton-regressed-full.ncu-rep"))
+    v = verdict(result, "perfgate_softmax_kernel")
+    assert v.headline is not None and v.headline.mechanism == "uncoalesced-loads"
+    rules = next(c for c in v.causes if c.mechanism == "ncu-rules")
+    assert "UncoalescedGlobalAccess" in rules.title and "excessive sectors" in rules.detail
+    # The matmul's CPIStall estimate grew by 20 points: reported; rules that held are not.
+    mm = verdict(result, "perfgate_matmul_kernel")
+    mm_rules = next(c for c in mm.causes if c.mechanism == "ncu-rules")
+    assert mm_rules.title.endswith("CPIStall") and "TheoreticalOccupancy" not in mm_rules.title

@@ -90,10 +90,7 @@ def test_a_baseline_reason_set_pins_the_shares() -> None:
 
 
 def test_real_four_reason_capture_compares_with_a_full_one_over_its_reasons() -> None:
-    path = DATA / "real" / "zoo-good-4stalls-run1.csv"
-    if not path.exists():
-        pytest.skip("the real 4-reason capture has not landed yet")
-    cap = read_capture(path)
+    cap = read_capture(DATA.parent / "h200" / "real" / "zoo-good-4stalls-run1.csv")
     fam, warnings = stall_family_report(cap.columns, "9.0")
     assert fam is not None and warnings
     launches = [la for la in cap.launches if la.function == "zoo_coalescing"]

@@ -337,6 +337,9 @@ def diagnose(delta: KernelDelta) -> Diagnosis:
         cause = rule.check(delta)
         if cause is not None:
             found.append(cause)
+    second_opinion = rules.ncu_rules(delta)
+    if second_opinion is not None:
+        found.append(second_opinion)
     causes = _finish(found, delta)
     extra = _unexplained_trade_off(causes, delta)
     if extra is not None:

@@ -85,6 +85,7 @@ def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capt
             )
             name = str(action.name(module.IAction.NameBase_DEMANGLED))
             device = metrics.get(DEVICE_NAME)
+            rules = _rule_results(action, metrics)
             launches.append(
                 Launch(
                     index=len(launches),
@@ -97,11 +98,40 @@ def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capt
                     device=device if isinstance(device, str) else None,
                     cc=cc,
                     source=path,
+                    rules=rules,
                 )
             )
     if not launches:
         raise CaptureError("the report holds no kernel launches", path)
     return Capture(paths=(path,), launches=tuple(launches), columns=frozenset(columns))
+
+
+RULE_PREFIX = "ncu_rule."
+
+
+def _rule_results(action: Any, metrics: dict[str, Value]) -> dict[str, str]:
+    """NCU's rules that estimate a speedup: the estimate goes into `metrics` as
+    `ncu_rule.<id>` (percent), the first sentence of the rule's message is returned. Reports
+    captured with --metrics alone carry no rules; older ncu_report versions lack the call."""
+    getter = getattr(action, "rule_results_as_dicts", None)
+    if getter is None:
+        return {}
+    try:
+        results = getter()
+    except Exception:  # a report without rule data raises plain Exceptions
+        return {}
+    out: dict[str, str] = {}
+    for result in results or ():
+        rule = result.get("rule_identifier")
+        speedup = (result.get("speedup_estimation") or {}).get("speedup")
+        if not isinstance(rule, str) or not isinstance(speedup, (int, float)) or speedup <= 0:
+            continue
+        message = result.get("rule_message") or {}
+        text = str(message.get("title") or "") + ": " + str(message.get("message") or "")
+        first = text.strip(": ").split(". ")[0].replace("@url:", "")
+        metrics[f"{RULE_PREFIX}{rule}"] = float(speedup)
+        out[rule] = first[:300]
+    return out
 
 
 def _requested_extra(wanted: Callable[[str], bool], present: list[str]) -> list[str]:

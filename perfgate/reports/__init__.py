@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from perfgate.verdict import Report
 from perfgate.reports import github, json_report, junit, markdown, text
+from perfgate.verdict import Report
 
 
 @dataclass(frozen=True)

@@ -107,9 +107,7 @@ def metric_row(c: Comparison) -> str:
     elif c.message:
         state += f"<br><sub>{cell(c.message)}</sub>"
     both = f"{value(c.baseline, c.unit)} → {value(c.current, c.unit)}"
-    return (
-        f"| {code(c.metric)} | {cell(both)} | {cell(change(c))} | {cell(c.bound)} | {state} |\n"
-    )
+    return f"| {code(c.metric)} | {cell(both)} | {cell(change(c))} | {cell(c.bound)} | {state} |\n"
 
 
 @dataclass(frozen=True)
@@ -269,7 +267,11 @@ def render(
     sections: list[tuple[str, list[str], Callable[[int], str]]] = []
     if attention:
         sections.append(
-            (HEADER, [row(v) for v in attention], lambda n: f"| … | {n} more kernels not shown | |\n")
+            (
+                HEADER,
+                [row(v) for v in attention],
+                lambda n: f"| … | {n} more kernels not shown | |\n",
+            )
         )
     if details:
         sections.append(("", details, lambda n: f"*{n} more kernels not shown.*\n\n"))

@@ -11,7 +11,7 @@ from perfgate.reports.format import (
     headline,
 )
 from perfgate.reports.summary import status_line
-from perfgate.verdict import CauseKind, KernelState, KernelVerdict, Report
+from perfgate.verdict import KernelState, KernelVerdict, Report
 
 _QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
 
@@ -28,7 +28,7 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
         lines.append(f"{pad}matched as {v.message}")
     shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
     for cause in v.causes:
-        if cause is not shown_cause and cause.kind is not CauseKind.CHANGE:
+        if cause is not shown_cause and v.state is not KernelState.MISSING:
             lines.append(f"{pad}also {cause.kind.value}: {cause.title}: {cause.detail}")
         if cause.evidence and v.state is not KernelState.MISSING:
             lines.append(f"{pad}evidence: {evidence_text(cause)}")
