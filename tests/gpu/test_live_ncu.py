@@ -74,18 +74,55 @@ def test_live_capture_gates_the_zoo(zoo_binaries: dict[str, Path], tmp_path: Pat
     same = _perfgate("check", "--baseline", str(baseline), "--capture", str(good2))
     assert same.returncode == 0, same.stdout + same.stderr
 
-    junit = tmp_path / "junit.xml"
+    report = tmp_path / "result.json"
     regressed = _perfgate(
-        "check", "--baseline", str(baseline), "--capture", str(bad), "--junit", str(junit)
+        "check", "--baseline", str(baseline), "--capture", str(bad), "--json", str(report)
     )
     assert regressed.returncode == 1, regressed.stdout + regressed.stderr
-    import xml.etree.ElementTree as ET
-
     failed: dict[str, set[str]] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.find("failure") is not None:
-            failed.setdefault(case.get("classname", ""), set()).add(case.get("name", ""))
+    for kernel in json.loads(report.read_text())["results"][0]["kernels"]:
+        for c in kernel["comparisons"]:
+            if c["state"] == "regressed":
+                failed.setdefault(kernel["kernel"], set()).add(c["metric"])
     assert unmet(failed) == [], json.dumps({k: sorted(v) for k, v in failed.items()}, indent=1)
+
+
+TRITON = Path(__file__).resolve().parents[1] / "workloads" / "triton_kernels.py"
+
+
+def _capture_python(args: list[str], dest: Path) -> Path:
+    cmd = [_tool("ncu"), "--clock-control", "none", "--csv", "--page", "raw", "--nvtx",
+           "--nvtx-include", "perfgate/", "--metrics", ",".join(ncu_metrics("9.0")),
+           sys.executable, *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    dest.write_text(proc.stdout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return dest
+
+
+def test_live_triton_pipelining_loss_is_diagnosed(tmp_path: Path) -> None:
+    runs = [
+        _capture_python([str(TRITON), "--variant", "good"], tmp_path / f"good{i}.csv")
+        for i in (1, 2, 3)
+    ]
+    bad = _capture_python([str(TRITON), "--variant", "regressed"], tmp_path / "bad.csv")
+    baseline = tmp_path / "triton.yaml"
+    args = [a for r in runs for a in ("--capture", str(r))]
+    rec = _perfgate("baseline", "record", *args, "-o", str(baseline))
+    assert rec.returncode == 0, rec.stderr
+    again = _capture_python([str(TRITON), "--variant", "good"], tmp_path / "good4.csv")
+    same = _perfgate("check", "--baseline", str(baseline), "--capture", str(again))
+    assert same.returncode == 0, same.stdout + same.stderr
+    report = tmp_path / "result.json"
+    proc = _perfgate("check", "-b", str(baseline), "-c", str(bad), "--json", str(report))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    heads = {
+        k["kernel"]: k["causes"][0]["mechanism"]
+        for k in json.loads(report.read_text())["results"][0]["kernels"]
+        if k["causes"]
+    }
+    assert heads.get("perfgate_matmul_kernel") == "lost-pipelining", heads
+    assert heads.get("perfgate_softmax_kernel") == "uncoalesced-loads", heads
 
 
 def test_live_capture_is_explained(zoo_binaries: dict[str, Path], tmp_path: Path) -> None:
