@@ -258,3 +258,19 @@ def test_regex_matches_go_through_every_launch(tmp_path: Path) -> None:
     assert verdict.launches is not None and verdict.launches.current == (3,)
     assert verdict.matched_by == "regex"
     assert result.exit_code is ExitCode.OK
+
+
+def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
+    from perfgate.compare import _corroborate_stall_mix
+    from perfgate.verdict import Comparison
+
+    flip = Comparison("k", "dominant_stall", State.REGRESSED, "barrier", "long_scoreboard",
+                      message="changed from barrier")  # fmt: skip
+    steady = Comparison("k", "stall_cpi.long_scoreboard", State.PASS, 10.0, 10.4)
+    grown = Comparison("k", "stall_cpi.long_scoreboard", State.REGRESSED, 10.0, 30.0)
+    forbidden = Comparison("k", "dominant_stall", State.REGRESSED, "barrier", "drain",
+                           message="drain is forbidden")  # fmt: skip
+    assert _corroborate_stall_mix([flip, steady])[0].state is State.PASS
+    assert _corroborate_stall_mix([flip, grown])[0].state is State.REGRESSED
+    assert _corroborate_stall_mix([flip])[0].state is State.REGRESSED  # no stall_cpi gated
+    assert _corroborate_stall_mix([forbidden, steady])[0].state is State.REGRESSED
