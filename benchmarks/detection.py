@@ -184,5 +184,56 @@ def run(out: Callable[[str], None] = print) -> bool:
     return ok
 
 
+LADDER = {
+    "duration": (1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.08, 1.10, 1.15, 1.20),
+    "dram_bytes": (1.005, 1.01, 1.015, 1.02, 1.03, 1.04, 1.05, 1.08, 1.10),
+    "instructions_executed": (1.001, 1.0025, 1.005, 1.0075, 1.01, 1.015, 1.02),
+}
+
+
+def limits(out: Callable[[str], None] = print) -> None:
+    """Per metric class, the smallest injected change caught on every run of another machine
+    start, per kernel of 10 us or more: the median and the worst kernel of each GPU."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for w in WORKLOADS:
+        gpu = w.name.split()[0]
+        base = record(merge([read_capture(p) for p in w.baseline_runs]), RecordSettings()).baseline
+        kernels = {k.match.name: k for k in base.kernels}
+        captures = [read_capture(p) for p in w.other_start_runs]
+        for inj in INJECTIONS:
+            per_kernel: dict[str, float] = {}
+            for cap in captures:
+                for group in group_launches(cap.launches):
+                    entry = kernels.get(group.key.name)
+                    if entry is None or entry.match.grid != group.key.grid:
+                        continue
+                    if _duration(group.launches) < LONG_NS:
+                        continue
+                    if not any(m.name == inj.metric for m in entry.metrics):
+                        continue
+                    need = float("inf")
+                    for factor in LADDER[inj.metric]:
+                        probe = replace(inj, factor=factor)
+                        result = check(base, _scaled(cap, group.key.name, group.key.grid, probe))
+                        v = next(v for v in result.verdicts if v.kernel == entry.id)
+                        if any(c.metric == inj.metric and c.state is State.REGRESSED for c in v.comparisons):
+                            need = factor
+                            break
+                    per_kernel[entry.id] = max(per_kernel.get(entry.id, 0.0), need)
+            found.setdefault((gpu, inj.metric), []).extend(per_kernel.values())
+    out("| GPU | metric | kernels | median limit | worst kernel |")
+    out("|---|---|---|---|---|")
+    for (gpu, metric), values in sorted(found.items()):
+        ordered = sorted(values)
+        worst = ordered[-1]
+        text = "not caught at +20%" if worst == float("inf") else f"+{(worst - 1) * 100:.1f}%"
+        mid = ordered[len(ordered) // 2]
+        mid_text = "-" if mid == float("inf") else f"+{(mid - 1) * 100:.1f}%"
+        out(f"| {gpu} | {metric} | {len(values)} | {mid_text} | {text} |")
+
+
 if __name__ == "__main__":
+    if "--limits" in sys.argv:
+        limits()
+        sys.exit(0)
     sys.exit(0 if run() else 1)
