@@ -64,7 +64,11 @@ def _fixed(relative: float, absolute: float, why: str) -> Callable[[float | None
 FLOORS: dict[str, Callable[[float | None], Floor]] = {
     "duration": time_floor,
     "total_time": time_floor,
-    "dram_bytes": _fixed(0.01, 65536.0, "DRAM bytes within 0.2% across starts; the launch range covers GEMMs that vary more"),
+    "dram_bytes": _fixed(
+        0.01,
+        65536.0,
+        "DRAM bytes within 0.2% across starts; the launch range covers GEMMs that vary more",
+    ),
     "dram_throughput": _fixed(0.04, 1.0, "DRAM % of the best launch within 3.7% across starts"),
     # NCU_FACTS: within 4% across H200 starts; seen 6.6% on the H100 (zoo_coalescing).
     "achieved_occupancy": _fixed(0.08, 2.0, "achieved occupancy within 6.6% across starts"),

@@ -302,12 +302,19 @@ class Report:
 
     @property
     def cause_count(self) -> int:
+        return self._count(CauseKind.REGRESSION)
+
+    @property
+    def trade_off_count(self) -> int:
+        return self._count(CauseKind.TRADE_OFF)
+
+    def _count(self, kind: CauseKind) -> int:
         return sum(
             1
             for v in self.verdicts
             if v.state is KernelState.REGRESSED
             for c in v.causes
-            if c.kind is CauseKind.REGRESSION
+            if c.kind is kind
         )
 
 

@@ -95,9 +95,19 @@ HEADER = "| Kernel | Verdict | What changed, and what to try |\n|---|---|---|\n"
 METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | |\n|---|---|---|---|---|\n"
 
 
+def prose(text: str) -> str:
+    """Text for a cell, with `backquoted` spans (commands in levers) as inline code."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backquote: keep it literal
+        return cell(text)
+    return "".join(
+        f"<code>{cell(part)}</code>" if i % 2 else cell(part) for i, part in enumerate(parts)
+    )
+
+
 def row(v: KernelVerdict) -> str:
     verdict = f"{ICON[v.state]} {KERNEL_VERDICT[v.state]}"
-    return f"| {code(v.kernel)} | {verdict} | {cell(headline(v))} |\n"
+    return f"| {code(v.kernel)} | {verdict} | {prose(headline(v))} |\n"
 
 
 def metric_row(c: Comparison) -> str:
@@ -146,7 +156,7 @@ def _stall_section(kernel: str, comps: list[Comparison], pictures: Pictures) -> 
     )
     reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:8]
     lines = [
-        f"**Stalls** (share of all stalls, without `selected`): dominant "
+        f"**Stalls** (share of the stalls, without `selected` and `not_selected`): dominant "
         f"{cell(str(dominant.baseline))} → {cell(str(dominant.current))}\n\n",
         "| Stall reason | Baseline | Current |\n|---|---|---|\n",
     ]
@@ -188,9 +198,11 @@ def _causes_section(v: KernelVerdict) -> str:
             CauseKind.IMPROVEMENT: "Improvement",
             CauseKind.CHANGE: "Change",
         }[cause.kind]
-        line = f"- **{label}: {cell(cause.title)}**: {cell(cause.detail)}."
+        # Titles such as "Trade-off: ..." already say their kind.
+        lead = "" if cause.title.lower().startswith(label.lower()) else f"{label}: "
+        line = f"- **{lead}{cell(cause.title)}**: {prose(cause.detail)}."
         if cause.lever:
-            line += f" *Try*: {cell(cause.lever)}."
+            line += f" *Try*: {prose(cause.lever)}."
         if cause.evidence:
             line += f"<br><sub>{cell(evidence_text(cause))}</sub>"
         out.append(line + "\n")
@@ -277,7 +289,8 @@ def render(
         sections.append(("", details, lambda n: f"*{n} more kernels not shown.*\n\n"))
     if quiet:
         sections.append((
-            f"<details><summary>{len(quiet)} kernels passed, new or skipped</summary>\n\n" + HEADER,
+            f"<details><summary>{len(quiet)} kernel{'s' if len(quiet) != 1 else ''} passed, "
+            "new or skipped</summary>\n\n" + HEADER,
             [row(v) for v in quiet],
             lambda n: f"| … | {n} more kernels not shown | |\n",
         ))  # fmt: skip

@@ -31,9 +31,17 @@ def status_line(report: Report) -> str:
         if not counts[state]:
             continue
         text = f"{counts[state]} {label}"
-        if state is KernelState.REGRESSED and report.cause_count:
-            n = report.cause_count
-            text += f" with {n} root cause{'s' if n != 1 else ''}"
+        if state is KernelState.REGRESSED:
+            found = [
+                f"{n} {word}{'s' if n != 1 else ''}"
+                for n, word in (
+                    (report.cause_count, "root cause"),
+                    (report.trade_off_count, "trade-off"),
+                )
+                if n
+            ]
+            if found:
+                text += f" with {' and '.join(found)}"
         parts.append(text)
     gated = sum(1 for v in report.verdicts if v.state is not KernelState.NEW)
     code = report.exit_code
