@@ -216,7 +216,10 @@ def limits(out: Callable[[str], None] = print) -> None:
                         probe = replace(inj, factor=factor)
                         result = check(base, _scaled(cap, group.key.name, group.key.grid, probe))
                         v = next(v for v in result.verdicts if v.kernel == entry.id)
-                        if any(c.metric == inj.metric and c.state is State.REGRESSED for c in v.comparisons):
+                        if any(
+                            c.metric == inj.metric and c.state is State.REGRESSED
+                            for c in v.comparisons
+                        ):
                             need = factor
                             break
                     per_kernel[entry.id] = max(per_kernel.get(entry.id, 0.0), need)

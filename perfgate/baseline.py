@@ -20,6 +20,7 @@ import yaml
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
+from perfgate.fastcheck import without_bulk
 from perfgate.schemas import JsonPath, format_path, schema_errors
 from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
 
@@ -175,37 +176,89 @@ def _line_finder(root: yaml.Node | None) -> Any:
     return line_of
 
 
-def _check_nodes(root: yaml.Node | None, path: str) -> list[str]:
-    """One walk over the composed document: an alias (a node reached twice) is refused at
-    once, so even a "billion laughs" bomb costs one pass over what is written; and a key
-    written twice in a mapping is reported (PyYAML keeps the last one silently, which in a
-    hand-edited baseline would hide a change). Iterative: deep nesting cannot exhaust the
-    stack."""
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_PLAIN_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
+
+
+def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
+    """A scalar as the safe constructor builds it; the common spellings without its
+    machinery (a baseline is mostly numbers and names), every other one through it."""
+    tag, text = node.tag, node.value
+    if tag == _STR:
+        return text
+    if tag == _INT and _PLAIN_INT.match(text):
+        return int(text)
+    if tag == _FLOAT and _PLAIN_FLOAT.match(text):
+        return float(text)
+    if tag == _NULL:
+        return None
+    return loader.construct_object(node, deep=True)
+
+
+def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]:
+    """Build the document from its nodes in one iterative walk (deep nesting cannot exhaust
+    the stack). An alias (a node reached twice) is refused at once, so even a "billion laughs"
+    bomb costs one pass over what is written; a key written twice in a mapping is reported
+    (PyYAML keeps the last one silently, which in a hand-edited baseline would hide a
+    change). Tags other than plain maps, sequences and scalars go through the safe
+    constructor, which refuses anything that would build an object."""
     problems: list[str] = []
-    seen_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, list[str | int]]] = [(root, [])] if root is not None else []
+    seen: set[int] = set()
+    built: dict[int, Any] = {}
+    # (node, where, children done?)
+    stack: list[tuple[yaml.Node, list[str | int], bool]] = [(root, [], False)]
     while stack:
-        node, where = stack.pop()
-        if id(node) in seen_nodes:
-            line = node.start_mark.line + 1 if node.start_mark else "?"
-            raise _problem(
-                path, f"line {line}: YAML anchors and aliases are not allowed in a baseline"
-            )
-        seen_nodes.add(id(node))
+        node, where, done = stack.pop()
+        if not done:
+            if id(node) in seen:
+                line = node.start_mark.line + 1 if node.start_mark else "?"
+                raise _problem(
+                    path, f"line {line}: YAML anchors and aliases are not allowed in a baseline"
+                )
+            seen.add(id(node))
+            if isinstance(node, yaml.ScalarNode):
+                built[id(node)] = _scalar(node, loader)
+                continue
+            if node.tag not in (_MAP, _SEQ):
+                built[id(node)] = loader.construct_object(node, deep=True)
+                continue
+            stack.append((node, where, True))
+            if isinstance(node, yaml.MappingNode):
+                for key, value in node.value:
+                    k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
+                    stack.append((key, [*where, k], False))
+                    stack.append((value, [*where, k], False))
+            else:
+                stack.extend((item, [*where, i], False) for i, item in enumerate(node.value))
+            continue
         if isinstance(node, yaml.MappingNode):
-            keys: dict[str, int] = {}
+            mapping: dict[Any, Any] = {}
+            lines: dict[Any, int] = {}
             for key, value in node.value:
-                k = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
+                k = built.pop(id(key))
+                try:
+                    hash(k)
+                except TypeError:
+                    raise _problem(
+                        path,
+                        f"line {key.start_mark.line + 1}: a mapping key must be a plain value",
+                    ) from None
                 line = key.start_mark.line + 1
-                if k in keys:
-                    also = f"line {line}; also line {keys[k]}"
-                    problems.append(f"{format_path([*where, k])}: duplicate key ({also})")
-                keys.setdefault(k, line)
-                stack.append((key, [*where, k]))
-                stack.append((value, [*where, k]))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, [*where, i]) for i, item in enumerate(node.value))
-    return sorted(problems)
+                if k in mapping:
+                    also = f"line {line}; also line {lines[k]}"
+                    problems.append(f"{format_path([*where, str(k)])}: duplicate key ({also})")
+                    continue
+                mapping[k], lines[k] = built.pop(id(value)), line
+            built[id(node)] = mapping
+        else:
+            built[id(node)] = [built.pop(id(item)) for item in node.value]
+    return built[id(root)], sorted(problems)
 
 
 def _read_text(path: str) -> str:
@@ -271,11 +324,9 @@ def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
         loader = _SAFE_LOADER(text)
         try:
             node = loader.get_single_node()
-            # Aliases and duplicate keys are refused before anything is built from the nodes.
-            duplicates = _check_nodes(node, path)
+            data, duplicates = _construct(node, loader, path) if node is not None else (None, [])
             if duplicates:
                 raise _problem(path, duplicates[0], duplicates)
-            data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
     except yaml.constructor.ConstructorError as exc:
@@ -382,7 +433,12 @@ def load_baseline(path: str | Path) -> Baseline:
             "re-record the baseline",
         )
     try:
-        problems = schema_errors(data, SCHEMA, line_of)
+        # The bulk (each kernel's metrics and info) is checked in plain Python when it is
+        # certainly valid; jsonschema then checks the rest, and words every error otherwise.
+        light = without_bulk(data)
+        problems = schema_errors(light if light is not None else data, SCHEMA, line_of)
+        if problems and light is not None:
+            problems = schema_errors(data, SCHEMA, line_of)
     except RecursionError as exc:  # nesting within the bounds above still too deep to walk
         raise _problem(name, "the document is nested too deeply to validate") from exc
     if problems:
@@ -556,14 +612,21 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
         for metric in kernel.metrics:
             m: dict[str, Any] = {"value": _tidy(metric.value)}
-            if metric.low is not None and metric.high is not None:
+            # A range that is the value itself (an exact counter) says nothing more.
+            if (
+                metric.low is not None
+                and metric.high is not None
+                and not (metric.low == metric.high == metric.value)
+            ):
                 m["min"], m["max"] = _tidy(metric.low), _tidy(metric.high)
             # Unit, source and group are written only where the catalog would not say the
             # same, which keeps a baseline short enough to review.
             defn = metric.definition
             if metric.unit and metric.unit != defn.unit:
                 m["unit"] = metric.unit
-            if metric.source and metric.source != defn.formulas[0].text:
+            # Stall metrics name their family instead (a check measures in the family its
+            # capture holds; cycles per instruction are the same quantity in each).
+            if metric.source and metric.source != defn.formulas[0].text and defn.stall is None:
                 m["source"] = metric.source
             if metric.group and metric.group != defn.formulas[0].group:
                 m["group"] = metric.group

@@ -323,11 +323,17 @@ def _judge_kernel(
         comparisons.append(comparison)
         if got is not None:
             measured[metric.name] = got
-    delta = _delta(kernel, launches, capture, comparisons, measured)
-    comparisons = _corroborate_stall_mix(_explain_rates(comparisons, kernel, delta.current))
-    delta = replace(delta, comparisons=tuple(comparisons))
+    changed = how.startswith(("renamed", "reshaped"))
+    family = kernel.family or (f.name if (f := family_of(launches[0].name)) else None)
+    causes: tuple[RootCause, ...] = ()
+    if changed or any(c.state is not State.PASS for c in comparisons):
+        # Only a kernel that moved is diagnosed: the common all-pass check measures its gated
+        # metrics and nothing more (docs/scale.md).
+        delta = _delta(kernel, launches, capture, comparisons, measured)
+        comparisons = _corroborate_stall_mix(_explain_rates(comparisons, kernel, delta.current))
+        delta = replace(delta, comparisons=tuple(comparisons))
+        causes = _causes(delta)
     state = kernel_state(comparisons)
-    causes = _causes(delta)
     if state is KernelState.PASS:
         causes = tuple(c for c in causes if c.kind is CauseKind.CHANGE)
     # The headline answers the verdict: why it regressed (or the trade-off that made it), why
@@ -336,7 +342,6 @@ def _judge_kernel(
     causes = tuple(
         sorted(causes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
     )
-    changed = how.startswith(("renamed", "reshaped"))
     return KernelVerdict(
         kernel=kernel.id,
         name=launches[0].name,
@@ -346,7 +351,7 @@ def _judge_kernel(
         launches=_launch_count(kernel, launches, capture.paths),
         captures=tuple(sorted({la.source for la in launches})),
         message=how if changed else "",
-        family=delta.family,
+        family=family,
         nvtx=kernel.match.nvtx,
         matched_by=how.split(":")[0] if changed else how,
     )

@@ -18,7 +18,7 @@ from perfgate import __version__
 from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBaseline
 from perfgate.calibrate import MIN_RUNS, calibrate
 from perfgate.capture import Capture, Launch
-from perfgate.catalog import Aggregate, MetricDef, default_metrics, lookup
+from perfgate.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.errors import UsageError
 from perfgate.families import family_of
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
@@ -50,6 +50,8 @@ def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
     (.ncu-rep captures with sections only): a later check says which rules newly fire."""
     by_rule: dict[str, list[float]] = {}
     for launch in launches:
+        if not launch.rules:  # only .ncu-rep reports captured with sections carry rules
+            continue
         for name, value in launch.metrics.items():
             if name.startswith(RULE_PREFIX) and isinstance(value, float):
                 by_rule.setdefault(name, []).append(value)
@@ -96,6 +98,7 @@ def _metric_baseline(
 ) -> MetricBaseline:
     threshold = None
     note = None
+    shares_metric = defn.stall is not None and defn.stall is not StallKind.CPI
     numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
     # Fewer runs say nothing about the spread: the catalog's defaults stand (and a note says
     # so). An exact metric whose runs agree stays exact without a line in the file.
@@ -123,8 +126,10 @@ def _metric_baseline(
         group=m.group,
         shares=m.shares,
         threshold=threshold,
-        reasons=m.reasons or None,
-        family=m.family or None,
+        # Shares depend on the reason set they are taken over; cycles per instruction of one
+        # reason do not, and the same quantity in every counter family: not written for them.
+        reasons=(m.reasons or None) if shares_metric else None,
+        family=(m.family or None) if shares_metric else None,
         calibration=note,
     )
 

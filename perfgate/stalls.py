@@ -26,6 +26,7 @@ not fall when another reason grows, unlike a share.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ _SAMPLING_ONLY = {"warpgroup_arrive"}
 _COUNTERS_ONLY = {"gmma"}
 
 
+_METRIC_NAMES: dict[tuple[str, str], str] = {}
+
+
 @dataclass(frozen=True)
 class StallFamily:
     name: str
@@ -61,7 +65,14 @@ class StallFamily:
     per_instruction: bool = False
 
     def metric(self, reason: str) -> str:
-        return self.template.format(reason=self.spelling.get(reason, reason))
+        # Called for every reason of every launch: the names are built once.
+        key = (self.template, reason)
+        name = _METRIC_NAMES.get(key)
+        if name is None:
+            name = _METRIC_NAMES[key] = self.template.format(
+                reason=self.spelling.get(reason, reason)
+            )
+        return name
 
     def metrics(self, cc: str | None = None, with_selected: bool = True) -> tuple[str, ...]:
         names = [self.metric(r) for r in reasons_for(cc, self.name)]
@@ -125,7 +136,7 @@ def present_reasons(
 ) -> tuple[str, ...]:
     """The stall reasons (not selected, not not_selected) the capture holds for `family`;
     with `launches`, only those at least one launch has a number for."""
-    have = set(columns)
+    have = columns if isinstance(columns, (set, frozenset)) else set(columns)
     out = []
     for r in stall_reasons_for(cc, family.name):
         name = family.metric(r)
@@ -146,7 +157,26 @@ def choose_family(
     """The most complete family the capture holds (most stall reasons with values), not the
     first with any column: a capture that asked for 4 reasons by name next to `--set full`'s
     18 measures over the 18. Ties go to the counters, then to the order of FAMILIES."""
-    cols = frozenset(columns)
+    cols = columns if isinstance(columns, frozenset) else frozenset(columns)
+    if launches is None:
+        # Asked for every metric of every kernel with the same columns: decide once.
+        return _choose_by_columns(cols, cc, group)
+    return _choose(cols, cc, group, launches)
+
+
+@functools.lru_cache(maxsize=64)
+def _choose_by_columns(
+    cols: frozenset[str], cc: str | None, group: str | None
+) -> StallFamily | None:
+    return _choose(cols, cc, group, None)
+
+
+def _choose(
+    cols: frozenset[str],
+    cc: str | None,
+    group: str | None,
+    launches: Sequence[Mapping[str, Value]] | None,
+) -> StallFamily | None:
     best: tuple[int, int, int] | None = None
     chosen = None
     for index, fam in enumerate(FAMILIES):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Mapping
 
 from perfgate.capture import Capture
 from perfgate.catalog import CATALOG_LIST, lookup
@@ -42,6 +43,7 @@ def catalog_inputs() -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.cache
 def expected_unit(name: str) -> str | None:
     for pattern, unit in _EXPECTED_UNITS:
         if pattern.search(name):
@@ -49,36 +51,31 @@ def expected_unit(name: str) -> str | None:
     return None
 
 
+def _problem(value: float) -> str | None:
+    if value >= 0 and value != math.inf:
+        return None  # the common case, one comparison (NaN compares false)
+    if math.isnan(value):
+        return "is not a number (NaN)"
+    return "is infinite" if math.isinf(value) else "is negative"
+
+
 def check_values(capture: Capture) -> None:
     """Raise CaptureError for the first unusable value or unit of a counter the catalog
     reads: one line naming the file, the column, the kernel and the launch."""
     wanted = catalog_inputs()
-    checked_units: set[tuple[str, str]] = set()
+    checked: dict[str, tuple[str, ...]] = {}  # file -> the catalog's columns it holds
     for launch in capture.launches:
-        for name, value in launch.metrics.items():
-            if name not in wanted:
-                continue
-            unit = launch.units.get(name)
-            expected = expected_unit(name)
-            if unit and expected and (launch.source, name) not in checked_units:
-                checked_units.add((launch.source, name))
-                if unit != expected:
-                    raise CaptureError(
-                        f"column {name} is in {unit!r}, perfgate expects {expected!r} "
-                        "(an unknown or wrong unit; capture again with --print-units base)",
-                        launch.source,
-                    )
+        names = checked.get(launch.source)
+        if names is None:
+            names = tuple(n for n in launch.metrics if n in wanted)
+            checked[launch.source] = names
+            _check_units(launch.source, names, launch.units)
+        metrics = launch.metrics
+        for name in names:
+            value = metrics.get(name)
             if not isinstance(value, float):
                 continue
-            problem = (
-                "is not a number (NaN)"
-                if math.isnan(value)
-                else "is infinite"
-                if math.isinf(value)
-                else "is negative"
-                if value < 0
-                else None
-            )
+            problem = _problem(value)
             if problem:
                 raise CaptureError(
                     f"column {name}: the value {value!r} of kernel {launch.name[:80]} "
@@ -86,3 +83,14 @@ def check_values(capture: Capture) -> None:
                     "of 0 or more, so the capture is broken or was edited",
                     launch.source,
                 )
+
+
+def _check_units(source: str, names: tuple[str, ...], units: Mapping[str, str]) -> None:
+    for name in names:
+        unit, expected = units.get(name), expected_unit(name)
+        if unit and expected and unit != expected:
+            raise CaptureError(
+                f"column {name} is in {unit!r}, perfgate expects {expected!r} "
+                "(an unknown or wrong unit; capture again with --print-units base)",
+                source,
+            )

@@ -186,3 +186,40 @@ def test_arbitrary_yaml_text_never_escapes(text: str) -> None:
             load_baseline(path)
         except PerfgateError as exc:
             assert exc.lines()
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=True),
+    st.text(max_size=8), st.lists(st.text(max_size=4), max_size=3),
+    st.dictionaries(st.text(max_size=6), st.one_of(st.floats(), st.text(max_size=4), st.booleans()), max_size=3),
+)  # fmt: skip
+_KEYS = st.sampled_from(
+    ["value", "min", "max", "unit", "source", "group", "shares", "threshold", "reasons",
+     "family", "calibration", "relative", "bogus", "expect", "direction"]
+)  # fmt: skip
+
+
+@SLOW
+@given(data=st.data())
+def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
+    """perfgate.fastcheck skips jsonschema for the kernels' bulk when it is sure; a mutated
+    real baseline it calls valid must be valid for jsonschema too."""
+    from perfgate.fastcheck import without_bulk
+    from perfgate.schemas import schema_errors
+
+    doc = yaml.safe_load(BASELINE)
+    kernel = data.draw(st.sampled_from(doc["kernels"]))
+    doc["kernels"] = [kernel]  # one kernel keeps jsonschema's share of the test short
+    where = data.draw(st.sampled_from(["metric", "threshold", "info", "name"]))
+    metric = data.draw(st.sampled_from(sorted(kernel["metrics"])))
+    if where == "metric":
+        kernel["metrics"][metric][data.draw(_KEYS)] = data.draw(_VALUES)
+    elif where == "threshold":
+        kernel["metrics"][metric]["threshold"] = {data.draw(_KEYS): data.draw(_VALUES)}
+    elif where == "info":
+        kernel.setdefault("info", {})[data.draw(st.text(max_size=6))] = data.draw(_VALUES)
+    else:
+        kernel["metrics"][data.draw(st.text(max_size=6))] = {"value": data.draw(_VALUES)}
+    light = without_bulk(doc)
+    if light is not None and not schema_errors(light, "baseline.schema.json", lambda p: None):
+        assert schema_errors(doc, "baseline.schema.json", lambda p: None) == []

@@ -76,10 +76,10 @@ def test_a_baseline_holding_nan_infinity_or_a_negative_count_is_refused(
     tmp_path: Path, bad: str
 ) -> None:
     text = BASELINE.read_text()
-    marker = "registers_per_thread: {value: 16,"
+    marker = "registers_per_thread: {value: 16}"
     assert marker in text
     path = tmp_path / "b.yaml"
-    path.write_text(text.replace(marker, f"registers_per_thread: {{value: {bad},", 1))
+    path.write_text(text.replace(marker, f"registers_per_thread: {{value: {bad}}}", 1))
     proc = subprocess.run(
         [sys.executable, "-m", "perfgate", "baseline", "validate", str(path)],
         capture_output=True, text=True, timeout=60, check=False,
