@@ -42,6 +42,9 @@ class Launch:
     # NCU's rule results in a .ncu-rep (rule id -> its first sentence); their estimated
     # speedups (%) are in `metrics` as `ncu_rule.<id>`.
     rules: Mapping[str, str] = field(default_factory=dict)
+    # Source lines that account for a source counter (a .ncu-rep with SourceCounters):
+    # counter -> ((file:line, value), ...), largest first.
+    lines: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -680,7 +680,11 @@ def catalog_markdown() -> str:
                 for f in m.formulas
             )
         if m.stall is StallKind.CPI:
-            default = "yes, each stall reason"
+            default = (
+                "no (instruction fetch: ask by name)"
+                if m.reason in COLD_START_STALLS
+                else "yes, each stall reason"
+            )
         else:
             default = "yes" if m.default else "no"
         name = generic.get(m.name, f"`{m.name}`")

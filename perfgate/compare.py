@@ -260,9 +260,12 @@ def _delta(
     cur_values.update(rule_speedups(launches))
     first = launches[0]
     messages: dict[str, str] = {}
+    lines: dict[str, tuple[tuple[str, float], ...]] = {}
     for launch in launches:
         for rule, text in launch.rules.items():
             messages.setdefault(rule, text)
+        for counter, where in launch.lines.items():
+            lines.setdefault(counter, where)
     family = kernel.family or (f.name if (f := family_of(first.name)) else None)
     runs = len({la.source for la in launches}) or 1
     return KernelDelta(
@@ -283,6 +286,7 @@ def _delta(
             grid=first.grid,
             block=first.block,
             rules=messages,
+            lines=lines,
         ),
         comparisons=tuple(comparisons),
         family=family,

@@ -163,6 +163,8 @@ class Side:
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     rules: Mapping[str, str] = field(default_factory=dict)  # NCU rule id -> its message
+    # Source counter -> the source lines that account for most of it (.ncu-rep only).
+    lines: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     def number(self, metric: str) -> float | None:
         v = self.values.get(metric)

@@ -263,6 +263,11 @@ def test_ncu_rules_that_newly_fire_are_reported_from_ncu_rep_reports() -> None:
     result = check(base, cap("triton-regressed-full.ncu-rep"))
     v = verdict(result, "perfgate_softmax_kernel")
     assert v.headline is not None and v.headline.mechanism == "uncoalesced-loads"
+    # The report's source counters name the line of the strided load (tests/workloads/
+    # triton_kernels.py as it was when the report was made: line 70 is the tl.load).
+    assert "source lines: triton_kernels.py:70 (14,680,064 excessive sectors)" in v.headline.detail
+    source = (ROOT / "tests" / "workloads" / "triton_kernels.py").read_text().splitlines()
+    assert "tl.load(in_ptr" in source[69] and "IN_COL_STRIDE" in source[69]
     rules = next(c for c in v.causes if c.mechanism == "ncu-rules")
     assert "UncoalescedGlobalAccess" in rules.title and "excessive sectors" in rules.detail
     # The matmul's CPIStall estimate grew by 20 points: reported; rules that held are not.

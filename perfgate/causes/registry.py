@@ -276,11 +276,29 @@ def _explains(cause: RootCause, delta: KernelDelta, first: bool) -> tuple[str, .
     return tuple(m for m in own if m in compared)
 
 
+# Which source counter names the lines behind a mechanism (a .ncu-rep with SourceCounters).
+_L2_EXCESS = ("derived__memory_l2_theoretical_sectors_global_excessive", "excessive sectors")
+_SOURCE_COUNTER = {
+    "uncoalesced-loads": _L2_EXCESS,
+    "uncoalesced-stores": _L2_EXCESS,
+    "bank-conflicts": ("derived__memory_l1_wavefronts_shared_excessive", "excessive wavefronts"),
+}
+
+
+def _with_lines(cause: RootCause, delta: KernelDelta) -> RootCause:
+    counter = _SOURCE_COUNTER.get(cause.mechanism)
+    where = delta.current.lines.get(counter[0]) if counter else None
+    if not counter or not where:
+        return cause
+    said = ", ".join(f"{line} ({value:,.0f} {counter[1]})" for line, value in where)
+    return replace(cause, detail=f"{cause.detail}; source lines: {said}")
+
+
 def _finish(causes: list[RootCause], delta: KernelDelta) -> tuple[RootCause, ...]:
     quicker = not single(delta) and faster(delta)
     out = []
     for c in causes:
-        c = replace(c, lever=lever(c.mechanism, delta.family) or c.lever)
+        c = _with_lines(replace(c, lever=lever(c.mechanism, delta.family) or c.lever), delta)
         if quicker and c.kind is CauseKind.REGRESSION:
             c = _trade_off(c)
         c = replace(

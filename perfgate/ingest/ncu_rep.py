@@ -8,6 +8,7 @@ question; units are normalised the same way as the CSV reader's.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from perfgate.capture import Capture, Dim3, Launch, Value
@@ -86,6 +87,7 @@ def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capt
             name = str(action.name(module.IAction.NameBase_DEMANGLED))
             device = metrics.get(DEVICE_NAME)
             rules = _rule_results(action, metrics)
+            lines = _source_lines(action)
             launches.append(
                 Launch(
                     index=len(launches),
@@ -99,6 +101,7 @@ def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capt
                     cc=cc,
                     source=path,
                     rules=rules,
+                    lines=lines,
                 )
             )
     if not launches:
@@ -131,6 +134,45 @@ def _rule_results(action: Any, metrics: dict[str, Value]) -> dict[str, str]:
         first = text.strip(": ").split(". ")[0].replace("@url:", "")
         metrics[f"{RULE_PREFIX}{rule}"] = float(speedup)
         out[rule] = first[:300]
+    return out
+
+
+# Source counters that count an excess exactly, whatever the access width (NCU_FACTS).
+SOURCE_COUNTERS = (
+    "derived__memory_l2_theoretical_sectors_global_excessive",
+    "derived__memory_l1_wavefronts_shared_excessive",
+)
+_TOP_LINES = 3
+
+
+def _source_lines(action: Any) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Per source counter, the source lines (file:line) it is largest on, from the report's
+    per-PC instances and its line table; nothing when the report has no source counters."""
+    out: dict[str, tuple[tuple[str, float], ...]] = {}
+    info = getattr(action, "source_info", None)
+    if info is None:
+        return out
+    for name in SOURCE_COUNTERS:
+        try:
+            metric = action.metric_by_name(name)
+            if metric is None or not metric.num_instances():
+                continue
+            pcs = metric.correlation_ids()
+            per_line: dict[str, float] = {}
+            for i in range(metric.num_instances()):
+                value = float(metric.as_double(i))
+                if value <= 0:
+                    continue
+                where = info(pcs.as_uint64(i))
+                if where is None:
+                    continue
+                key = f"{Path(str(where.file_name())).name}:{int(where.line())}"
+                per_line[key] = per_line.get(key, 0.0) + value
+        except Exception:  # noqa: S112 - an API that differs between ncu_report versions
+            continue
+        ranked = sorted(per_line.items(), key=lambda kv: -kv[1])[:_TOP_LINES]
+        if ranked:
+            out[name] = tuple(ranked)
     return out
 
 

@@ -26,8 +26,8 @@ import os
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/perfgate-inductor-cache")
 
-import torch
-import torch.nn.functional as F
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 ROWS, COLS = 8192, 1024
 
@@ -78,21 +78,10 @@ def main() -> None:
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
     o, col, extra = out
-    print(
-        "torch",
-        torch.__version__,
-        "variant",
-        args.variant,
-        "inductor cache",
-        os.environ["TORCHINDUCTOR_CACHE_DIR"],
-    )
-    print(
-        "checksum out={:.6e} col={:.6e} extra={}".format(
-            float(o.sum()),
-            float(col.sum()),
-            "none" if extra is None else f"{float(extra.sum()):.6e}",
-        )
-    )
+    print("torch", torch.__version__, "variant", args.variant, "inductor cache",
+          os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    print("checksum out=%.6e col=%.6e extra=%s" % (float(o.sum()), float(col.sum()),
+                                                  "none" if extra is None else "%.6e" % float(extra.sum())))
 
 
 if __name__ == "__main__":

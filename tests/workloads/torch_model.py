@@ -81,9 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--attention", choices=("flash", "math"), default="flash")
-    ap.add_argument(
-        "--memory-format", choices=("contiguous", "channels_last"), default="contiguous"
-    )
+    ap.add_argument("--memory-format", choices=("contiguous", "channels_last"), default="contiguous")
     ap.add_argument("--redundant-add", action="store_true")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = False
@@ -97,15 +95,9 @@ def main() -> None:
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
     c, h, a, p, u, sums = out
-    print(
-        "torch",
-        torch.__version__,
-        "cudnn",
-        torch.backends.cudnn.version(),
-        "build:",
-        f"attention={args.attention} memory_format={args.memory_format} "
-        f"redundant_add={args.redundant_add} steps={args.steps}",
-    )
+    print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), "build:",
+          f"attention={args.attention} memory_format={args.memory_format} "
+          f"redundant_add={args.redundant_add} steps={args.steps}")
     print("checksum", [round(float(o.float().sum()), 3) for o in (c, h, a, p, u, *sums)])
 
 

@@ -30,24 +30,10 @@ ROWS = COLS = 4096
 
 
 @triton.jit
-def perfgate_matmul_kernel(
-    a_ptr,
-    b_ptr,
-    c_ptr,
-    M,
-    N,
-    K,
-    stride_am,
-    stride_ak,
-    stride_bk,
-    stride_bn,
-    stride_cm,
-    stride_cn,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-):
+def perfgate_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -76,19 +62,13 @@ def perfgate_matmul_kernel(
 
 
 @triton.jit
-def perfgate_softmax_kernel(
-    out_ptr,
-    in_ptr,
-    in_row_stride,
-    out_row_stride,
-    n_cols,
-    IN_COL_STRIDE: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
+def perfgate_softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
+                            IN_COL_STRIDE: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_row_stride + cols * IN_COL_STRIDE, mask=mask, other=-float("inf"))
+    x = tl.load(in_ptr + row * in_row_stride + cols * IN_COL_STRIDE, mask=mask,
+                other=-float("inf"))
     x = x - tl.max(x, axis=0)
     e = tl.exp(x)
     y = e / tl.sum(e, axis=0)
@@ -97,40 +77,15 @@ def perfgate_softmax_kernel(
 
 def matmul(a, b, c, num_stages):
     grid = (triton.cdiv(M, 128) * triton.cdiv(N, 128),)
-    perfgate_matmul_kernel[grid](
-        a,
-        b,
-        c,
-        M,
-        N,
-        K,
-        a.stride(0),
-        a.stride(1),
-        b.stride(0),
-        b.stride(1),
-        c.stride(0),
-        c.stride(1),
-        BLOCK_M=128,
-        BLOCK_N=128,
-        BLOCK_K=64,
-        GROUP_M=8,
-        num_warps=8,
-        num_stages=num_stages,
-    )
+    perfgate_matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                 b.stride(1), c.stride(0), c.stride(1), BLOCK_M=128, BLOCK_N=128,
+                                 BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=num_stages)
 
 
 def softmax(x, out):
     # x may be a transposed (non-contiguous) view: its column stride is then 4096.
-    perfgate_softmax_kernel[(x.shape[0],)](
-        out,
-        x,
-        x.stride(0),
-        out.stride(0),
-        x.shape[1],
-        IN_COL_STRIDE=x.stride(1),
-        BLOCK=COLS,
-        num_warps=16,
-    )
+    perfgate_softmax_kernel[(x.shape[0],)](out, x, x.stride(0), out.stride(0), x.shape[1],
+                                           IN_COL_STRIDE=x.stride(1), BLOCK=COLS, num_warps=16)
 
 
 def main() -> None:
@@ -158,22 +113,10 @@ def main() -> None:
     torch.cuda.nvtx.range_pop()
     ref = torch.softmax(xin, dim=1)
     mm_err = float((c.float() - (a.float() @ b.float())).abs().max())
-    print(
-        "torch",
-        torch.__version__,
-        "triton",
-        triton.__version__,
-        "variant",
-        args.variant,
-        "num_stages",
-        num_stages,
-        "softmax col stride",
-        xin.stride(1),
-    )
-    print(
-        f"checksum c={float(c.float().sum()):.6e} y={float(y.sum()):.6e}",
-        f"max|softmax-ref|={float((y - ref).abs().max()):.2e} max|mm-ref|={mm_err:.2e}",
-    )
+    print("torch", torch.__version__, "triton", triton.__version__, "variant", args.variant,
+          "num_stages", num_stages, "softmax col stride", xin.stride(1))
+    print("checksum c=%.6e y=%.6e" % (float(c.float().sum()), float(y.sum())),
+          "max|softmax-ref|=%.2e max|mm-ref|=%.2e" % (float((y - ref).abs().max()), mm_err))
 
 
 if __name__ == "__main__":
