@@ -169,7 +169,11 @@ def _stall(
     reasons: tuple[str, ...] | None,
 ) -> Measured | Unavailable:
     cc = next((launch.cc for launch in launches if launch.cc), None)
-    if reasons is None:
+    chosen: tuple[str, ...]
+    if defn.stall is StallKind.CPI and reasons is None:
+        # One reason's cycles per instruction need no reason set: only its own column.
+        chosen = (defn.reason,) if family.metric(defn.reason) in columns else ()
+    elif reasons is None:
         chosen = present_reasons(family, columns, cc, [la.metrics for la in launches])
     else:
         chosen = tuple(reasons)
