@@ -12,8 +12,9 @@ from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
 from perfgate.stalls import (
     FAMILY_BY_NAME,
     GROUP_TITLES,
+    ISSUING,
     StallFamily,
-    cycles_per_instruction,
+    cycles_from,
     present_reasons,
     shares,
 )
@@ -194,7 +195,10 @@ def _stall(
         )
     unit = defn.unit
     if defn.stall is StallKind.CPI:
-        values = [cycles_per_instruction(family, defn.reason, la.metrics) for la in launches]
+        stalled, issuing = family.metric(defn.reason), family.metric(ISSUING)
+        values = [
+            cycles_from(family, la.metrics.get(stalled), la.metrics.get(issuing)) for la in launches
+        ]
         numbers = [v for v in values if v is not None]
         if not numbers:
             return Unavailable(

@@ -246,10 +246,17 @@ def cycles_per_instruction(
     family: StallFamily, reason: str, values: Mapping[str, Value]
 ) -> float | None:
     """Cycles a warp spent stalled on `reason` per instruction issued."""
-    value = _number(values, family.metric(reason))
+    return cycles_from(
+        family, values.get(family.metric(reason)), values.get(family.metric(ISSUING))
+    )
+
+
+def cycles_from(family: StallFamily, raw: Value, issued_raw: Value) -> float | None:
+    """cycles_per_instruction from the two raw values (the caller looked them up once)."""
+    value = raw if isinstance(raw, float) and math.isfinite(raw) else None
     if value is None or family.per_instruction:
         return value
-    issued = _number(values, family.metric(ISSUING))
+    issued = issued_raw if isinstance(issued_raw, float) and math.isfinite(issued_raw) else None
     if issued is None:
         return None
     if issued == 0:
