@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from perfgate.baseline import Baseline, KernelBaseline  # noqa: E402
 from perfgate.capture import Capture, Launch, merge  # noqa: E402
 from perfgate.compare import check  # noqa: E402
 from perfgate.ingest import read_capture  # noqa: E402
-from perfgate.kernels import group_launches  # noqa: E402
+from perfgate.kernels import KernelGroup, group_launches  # noqa: E402
 from perfgate.record import RecordSettings, record  # noqa: E402
-from perfgate.verdict import KernelState, State  # noqa: E402
+from perfgate.verdict import Comparison, KernelState, State  # noqa: E402
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"
 H100 = ROOT / "tests" / "data" / "h100"
@@ -103,6 +104,30 @@ def _scaled(capture: Capture, name: str, grid: object, inj: Injection) -> Captur
     return replace(capture, launches=tuple(scale(la) for la in capture.launches))
 
 
+def _baseline(w: Workload) -> Baseline:
+    return record(merge([read_capture(p) for p in w.baseline_runs]), RecordSettings()).baseline
+
+
+def _targets(base: Baseline, cap: Capture) -> Iterator[tuple[KernelGroup, KernelBaseline]]:
+    """The capture's kernels of 10 us or more, each with its baseline entry."""
+    kernels = {k.match.name: k for k in base.kernels}
+    for group in group_launches(cap.launches):
+        entry = kernels.get(group.key.name)
+        if entry is None or entry.match.grid != group.key.grid:
+            continue
+        if _duration(group.launches) >= LONG_NS:
+            yield group, entry
+
+
+def _injected(
+    base: Baseline, cap: Capture, group: KernelGroup, entry: KernelBaseline, inj: Injection
+) -> Comparison:
+    """The injected metric's comparison, after scaling the group's raw counters."""
+    result = check(base, _scaled(cap, group.key.name, group.key.grid, inj))
+    verdict = next(v for v in result.verdicts if v.kernel == entry.id)
+    return next(c for c in verdict.comparisons if c.metric == inj.metric)
+
+
 def _duration(launches: tuple[Launch, ...]) -> float:
     values = [
         v for la in launches if isinstance(v := la.metrics.get("gpu__time_duration.sum"), float)
@@ -121,9 +146,8 @@ def run(out: Callable[[str], None] = print) -> bool:
     misses: list[str] = []
     alarms: list[str] = []
     for w in WORKLOADS:
-        base = record(merge([read_capture(p) for p in w.baseline_runs]), RecordSettings()).baseline
+        base = _baseline(w)
         captures = [read_capture(p) for p in w.other_start_runs]
-        kernels = {k.match.name: k for k in base.kernels}
         long_ids = set()
         false_alarms = 0
         incomplete = 0
@@ -147,27 +171,16 @@ def run(out: Callable[[str], None] = print) -> bool:
                     alarms.append(
                         f"{w.name} {Path(cap.paths[0]).name} {v.kernel}: {v.state.value} {bad}"
                     )
-            for group in group_launches(cap.launches):
-                entry = kernels.get(group.key.name)
-                if entry is None or entry.match.grid != group.key.grid:
-                    continue
-                if _duration(group.launches) < LONG_NS:
-                    continue
+            for group, entry in _targets(base, cap):
                 long_ids.add(entry.id)
                 for inj in INJECTIONS:
                     if not any(m.name == inj.metric for m in entry.metrics):
                         continue
                     tried[inj] += 1
-                    injected = check(base, _scaled(cap, group.key.name, group.key.grid, inj))
-                    verdict = next(v for v in injected.verdicts if v.kernel == entry.id)
-                    hit = any(
-                        c.metric == inj.metric and c.state is State.REGRESSED
-                        for c in verdict.comparisons
-                    )
-                    if hit:
+                    comp = _injected(base, cap, group, entry, inj)
+                    if comp.state is State.REGRESSED:
                         caught[inj] += 1
                     else:
-                        comp = next(c for c in verdict.comparisons if c.metric == inj.metric)
                         misses.append(
                             f"{w.name} {Path(cap.paths[0]).name} {entry.id} {inj.name}: "
                             f"{comp.state.value} {comp.relative_change and round(comp.relative_change * 100, 2)}% "
@@ -201,29 +214,18 @@ def limits(out: Callable[[str], None] = print) -> None:
     found: dict[tuple[str, str], list[float]] = {}
     for w in WORKLOADS:
         gpu = w.name.split()[0]
-        base = record(merge([read_capture(p) for p in w.baseline_runs]), RecordSettings()).baseline
-        kernels = {k.match.name: k for k in base.kernels}
+        base = _baseline(w)
         captures = [read_capture(p) for p in w.other_start_runs]
         for inj in INJECTIONS:
             per_kernel: dict[str, float] = {}
             for cap in captures:
-                for group in group_launches(cap.launches):
-                    entry = kernels.get(group.key.name)
-                    if entry is None or entry.match.grid != group.key.grid:
-                        continue
-                    if _duration(group.launches) < LONG_NS:
-                        continue
+                for group, entry in _targets(base, cap):
                     if not any(m.name == inj.metric for m in entry.metrics):
                         continue
                     need = float("inf")
                     for factor in LADDER[inj.metric]:
                         probe = replace(inj, factor=factor)
-                        result = check(base, _scaled(cap, group.key.name, group.key.grid, probe))
-                        v = next(v for v in result.verdicts if v.kernel == entry.id)
-                        if any(
-                            c.metric == inj.metric and c.state is State.REGRESSED
-                            for c in v.comparisons
-                        ):
+                        if _injected(base, cap, group, entry, probe).state is State.REGRESSED:
                             need = factor
                             break
                     per_kernel[entry.id] = max(per_kernel.get(entry.id, 0.0), need)

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 Value = float | str | None
 Dim3 = tuple[int, int, int]
+# NCU rule results of a .ncu-rep ride in a launch's metrics as `ncu_rule.<id>`: the estimated
+# speedup in percent.
+RULE_PREFIX = "ncu_rule."
 
 
 def cc_version(cc: str | None) -> tuple[int, int] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from perfgate import causes as differential
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, lookup
@@ -14,8 +15,7 @@ from perfgate.families import family_of
 from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
-from perfgate.measure import Measured, Unavailable, measure
-from perfgate.record import info_metrics, rule_speedups
+from perfgate.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,
@@ -218,20 +218,6 @@ def _pct(rel: float | None) -> str:
     return "" if rel is None else f"{rel * 100:+.1f}%"
 
 
-def _side_values(
-    names: Sequence[str], launches: Sequence[Launch], columns: frozenset[str]
-) -> tuple[dict[str, float | str], dict[str, float] | None]:
-    values: dict[str, float | str] = {}
-    shares: dict[str, float] | None = None
-    for name in names:
-        got = measure(lookup(name), launches, columns)
-        if isinstance(got, Measured):
-            values[name] = got.value
-            if got.shares is not None:
-                shares = dict(got.shares)
-    return values, shares
-
-
 def _dominant_shares(kernel: KernelBaseline) -> dict[str, float] | None:
     for m in kernel.metrics:
         if m.shares:
@@ -246,17 +232,16 @@ def _delta(
     comparisons: Sequence[Comparison],
     measured: dict[str, Measured],
 ) -> KernelDelta:
-    names = [*dict.fromkeys([*(m.name for m in kernel.metrics), *info_metrics()])]
     base_values: dict[str, float | str] = dict(kernel.info)
     for m in kernel.metrics:
         base_values[m.name] = m.value
-    cur_values, cur_shares = _side_values(
-        [n for n in names if n not in measured], launches, capture.columns
+    # The gated values were measured by the comparisons; the diagnosis's others once more.
+    rest = [n for n in differential.metrics() if n not in measured]
+    current = {**differential.measure_all(launches, capture.columns, rest), **measured}
+    cur_values: dict[str, float | str] = {name: got.value for name, got in current.items()}
+    cur_shares = next(
+        (dict(got.shares) for got in current.values() if got.shares is not None), None
     )
-    for name, got in measured.items():
-        cur_values[name] = got.value
-        if got.shares is not None:
-            cur_shares = dict(got.shares)
     cur_values.update(rule_speedups(launches))
     first = launches[0]
     messages: dict[str, str] = {}
@@ -294,9 +279,7 @@ def _delta(
 
 
 def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
-    from perfgate import causes
-
-    return tuple(causes.diagnose(delta).causes)
+    return tuple(differential.diagnose(delta).causes)
 
 
 _HEADLINE_ORDER: dict[KernelState, tuple[CauseKind, ...]] = {
@@ -375,9 +358,7 @@ def _missing(
     what = f"{family} kernel" if family else "kernel"
     message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
     related: tuple[str, ...] = ()
-    from perfgate.causes import substitution_cause
-
-    gone = substitution_cause(Side(name=name, values=dict(kernel.info)), [], family)
+    gone = differential.substitution_cause(Side(name=name, values=dict(kernel.info)), [], family)
     causes: tuple[RootCause, ...] = (gone,)
     message = f"{gone.title}: {message}"
     if kernel.id in matching.replaced_by:
@@ -406,7 +387,7 @@ def _missing(
             )
         else:
             count = len(groups)
-            cause = substitution_cause(
+            cause = differential.substitution_cause(
                 Side(name=name, values=dict(kernel.info)),
                 [Side(name=g.key.name, values={}) for g in groups],
                 family,

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfgate.capture import Launch, cc_version
+from perfgate.capture import RULE_PREFIX, Launch, cc_version
 from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
 from perfgate.stalls import (
     FAMILY_BY_NAME,
@@ -224,3 +224,16 @@ def _stall(
     own = [vec[defn.reason] for vec in vectors]
     return Measured(defn.name, medians[defn.reason], min(own), max(own), len(own), formula.text,
                     formula.group, unit, reasons=chosen, family=family.name)  # fmt: skip
+
+
+def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
+    """NCU's estimated speedup (%) per rule that fired, median over the launches it fired in
+    (.ncu-rep captures with sections only): a later check says which rules newly fire."""
+    by_rule: dict[str, list[float]] = {}
+    for launch in launches:
+        if not launch.rules:  # only .ncu-rep reports captured with sections carry rules
+            continue
+        for name, value in launch.metrics.items():
+            if name.startswith(RULE_PREFIX) and isinstance(value, float):
+                by_rule.setdefault(name, []).append(value)
+    return {name: round(statistics.median(v), 1) for name, v in sorted(by_rule.items())}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,43 +18,14 @@ from perfgate.baseline import Baseline, KernelBaseline, KernelMatch, MetricBasel
 from perfgate.calibrate import MIN_RUNS, calibrate
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
+from perfgate.causes import measure_all
+from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.errors import UsageError
 from perfgate.families import family_of
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
-from perfgate.measure import Measured, Unavailable, measure
+from perfgate.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.stalls import stall_family_report
 from perfgate.thresholds import Noise, ThresholdOverride
-
-
-def info_metrics() -> tuple[str, ...]:
-    """Values recorded beside the gated ones so that a later check can say what changed (the
-    differential diagnosis reads them on both sides); `info` is never gated."""
-    from perfgate.causes import metrics
-
-    out = []
-    for name in metrics():
-        try:
-            lookup(name)
-        except UsageError:  # a metric this catalog does not define: nothing to record
-            continue
-        out.append(name)
-    return tuple(out)
-
-
-RULE_PREFIX = "ncu_rule."
-
-
-def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
-    """NCU's estimated speedup (%) per rule that fired, median over the launches it fired in
-    (.ncu-rep captures with sections only): a later check says which rules newly fire."""
-    by_rule: dict[str, list[float]] = {}
-    for launch in launches:
-        if not launch.rules:  # only .ncu-rep reports captured with sections carry rules
-            continue
-        for name, value in launch.metrics.items():
-            if name.startswith(RULE_PREFIX) and isinstance(value, float):
-                by_rule.setdefault(name, []).append(value)
-    return {name: round(statistics.median(v), 1) for name, v in sorted(by_rule.items())}
 
 
 @dataclass(frozen=True)
@@ -156,13 +126,12 @@ def _kernel(
         metrics.append(_metric_baseline(result, defn, per_run, duration))
     if not metrics:
         return None, skipped
-    info: dict[str, float | str] = {}
-    for name in info_metrics():
-        if name in names:
-            continue
-        got = measure(lookup(name), launches, capture.columns)
-        if isinstance(got, Measured) and got.value is not None:
-            info[name] = got.value
+    # Beside the gated values, what the differential diagnosis reads on both sides of a
+    # later check; `info` is never gated.
+    diagnostic = [n for n in diagnosis_metrics() if n not in names]
+    info: dict[str, float | str] = {
+        name: got.value for name, got in measure_all(launches, capture.columns, diagnostic).items()
+    }
     info.update(rule_speedups(launches))
     key = group.key
     family = family_of(key.name)

@@ -24,19 +24,11 @@ from perfgate.verdict import (
     State,
 )
 from tests.conftest import data
+from tests.zoo.expectations import EXPECTED_MECHANISMS
 
 FORMS = ["short-run1.csv", "short-run3.csv", "full-run2.csv.gz"]
 
-EXPECTED = {
-    "zoo_coalescing": "uncoalesced-loads",
-    "zoo_atomics": "atomic-contention",
-    "zoo_registers": "occupancy-registers",
-    "zoo_bank_conflicts": "bank-conflicts",
-    "zoo_divergence": "divergence",
-    "zoo_local_memory": "local-memory",
-    "zoo_tensor_cores": "no-tensor-cores",
-    "zoo_shared_occupancy": "occupancy-shared-memory",
-}
+EXPECTED = EXPECTED_MECHANISMS
 
 
 @functools.cache

@@ -10,17 +10,9 @@ from perfgate.diagnosis import diagnose, quadrant
 from perfgate.ingest import read_capture
 from perfgate.kernels import group_launches
 from tests.conftest import data
+from tests.zoo.expectations import EXPECTED_MECHANISMS
 
-EXPECTED = {
-    "zoo_coalescing": "uncoalesced-loads",
-    "zoo_atomics": "atomic-contention",
-    "zoo_registers": "occupancy-registers",
-    "zoo_bank_conflicts": "bank-conflicts",
-    "zoo_divergence": "divergence",
-    "zoo_local_memory": "local-memory",
-    "zoo_tensor_cores": "no-tensor-cores",
-    "zoo_shared_occupancy": "occupancy-shared-memory",
-}
+EXPECTED = EXPECTED_MECHANISMS
 
 
 def _rules(capture: Capture) -> dict[str, set[str]]:

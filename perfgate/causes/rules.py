@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import replace
 
+from perfgate.capture import RULE_PREFIX
 from perfgate.causes.facts import (
     ev,
     faster,
@@ -737,42 +738,34 @@ def _work_moved(delta: KernelDelta, up: bool) -> list[tuple[str, float]]:
     return moved
 
 
+def _work_cause(
+    delta: KernelDelta, up: bool, key: str, kind: CauseKind, title: str, tail: str, score: float
+) -> RootCause | None:
+    moved = _work_moved(delta, up=up)
+    if not moved:
+        return None
+    what = ", ".join(f"{m} {times(r)}" for m, r in moved)
+    return _cause(key, kind, title, f"{what}{tail}", delta, tuple(m for m, _ in moved), score)
+
+
 def more_work(delta: KernelDelta) -> RootCause | None:
     """More instructions or bytes at the same efficiency: the kernel does more, not worse."""
     if single(delta) or not _efficiency_held(delta):
         return None
-    moved = _work_moved(delta, up=True)
-    if not moved:
-        return None
-    what = ", ".join(f"{m} {times(r)}" for m, r in moved)
-    return _cause(
-        "more-work",
-        CauseKind.REGRESSION,
-        "More work",
-        f"{what} at the same access and warp efficiency",
-        delta,
-        tuple(m for m, _ in moved),
-        60,
-    )
+    return _work_cause(
+        delta, True, "more-work", CauseKind.REGRESSION, "More work",
+        " at the same access and warp efficiency", 60,
+    )  # fmt: skip
 
 
 def less_work(delta: KernelDelta) -> RootCause | None:
     """Fewer bytes or instructions and faster: a rate such as DRAM % may fall with it."""
     if single(delta) or not faster(delta):
         return None
-    moved = _work_moved(delta, up=False)
-    if not moved:
-        return None
-    what = ", ".join(f"{m} {times(r)}" for m, r in moved)
-    return _cause(
-        "less-work",
-        CauseKind.IMPROVEMENT,
-        "Less work",
-        f"{what}; the kernel got faster",
-        delta,
-        tuple(m for m, _ in moved),
-        40,
-    )
+    return _work_cause(
+        delta, False, "less-work", CauseKind.IMPROVEMENT, "Less work",
+        "; the kernel got faster", 40,
+    )  # fmt: skip
 
 
 def launch_count(delta: KernelDelta) -> RootCause | None:
@@ -881,7 +874,6 @@ def _with_lever(cause: RootCause, lever: str) -> RootCause:
     return replace(cause, lever=lever)
 
 
-_RULE_PREFIX = "ncu_rule."
 RULE_NEW = 5.0  # estimated speedup (%) from which a rule that did not fire before counts
 RULE_GROWTH = 10.0  # points of estimated speedup a rule that fired before must gain
 
@@ -891,16 +883,16 @@ def ncu_rules(delta: KernelDelta) -> RootCause | None:
     speedup grew: an independent second opinion beside the counters. One capture: the rules
     that fire with an estimated speedup of 20% or more."""
     now = {
-        k[len(_RULE_PREFIX) :]: v
+        k[len(RULE_PREFIX) :]: v
         for k, v in delta.current.values.items()
-        if k.startswith(_RULE_PREFIX) and isinstance(v, float)
+        if k.startswith(RULE_PREFIX) and isinstance(v, float)
     }
     if not now:
         return None
     before = {
-        k[len(_RULE_PREFIX) :]: v
+        k[len(RULE_PREFIX) :]: v
         for k, v in delta.baseline.values.items()
-        if k.startswith(_RULE_PREFIX) and isinstance(v, float)
+        if k.startswith(RULE_PREFIX) and isinstance(v, float)
     }
     moved: dict[str, tuple[float | None, float]]
     if single(delta):
@@ -928,7 +920,7 @@ def ncu_rules(delta: KernelDelta) -> RootCause | None:
         "; ".join(parts),
         "open the report in Nsight Compute (ncu-ui, or ncu --import FILE --page details) for "
         "the rule's source locations and guidance",
-        tuple(Evidence(f"{_RULE_PREFIX}{r}", moved[r][0], moved[r][1], "%", ()) for r in ranked),
+        tuple(Evidence(f"{RULE_PREFIX}{r}", moved[r][0], moved[r][1], "%", ()) for r in ranked),
         (),
         10.0,
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfgate.capture import Capture, Dim3, Launch, Value
+from perfgate.capture import RULE_PREFIX, Capture, Dim3, Launch, Value
 from perfgate.errors import CaptureError
 from perfgate.kernel_names import function_name
 from perfgate.units import normalise_unit
@@ -107,9 +107,6 @@ def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capt
     if not launches:
         raise CaptureError("the report holds no kernel launches", path)
     return Capture(paths=(path,), launches=tuple(launches), columns=frozenset(columns))
-
-
-RULE_PREFIX = "ncu_rule."
 
 
 def _rule_results(action: Any, metrics: dict[str, Value]) -> dict[str, str]:

@@ -18,6 +18,19 @@ EXPECTED_REGRESSIONS: dict[str, list[str | tuple[str, ...]]] = {
 }
 
 
+# The mechanism the differential diagnosis must lead with for each regressed zoo kernel.
+EXPECTED_MECHANISMS: dict[str, str] = {
+    "zoo_coalescing": "uncoalesced-loads",
+    "zoo_atomics": "atomic-contention",
+    "zoo_registers": "occupancy-registers",
+    "zoo_bank_conflicts": "bank-conflicts",
+    "zoo_divergence": "divergence",
+    "zoo_local_memory": "local-memory",
+    "zoo_tensor_cores": "no-tensor-cores",
+    "zoo_shared_occupancy": "occupancy-shared-memory",
+}
+
+
 def unmet(regressed: dict[str, set[str]]) -> list[str]:
     """The expectations a check result does not meet, as readable lines."""
     problems = []
