@@ -21,6 +21,9 @@ from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
 from perfgate.fastcheck import without_bulk
+from perfgate.fingerprint import Fingerprint
+from perfgate.fingerprint import from_document as fingerprint_from_document
+from perfgate.fingerprint import to_document as fingerprint_document
 from perfgate.schemas import JsonPath, format_path, schema_errors
 from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
 
@@ -98,6 +101,17 @@ class MetricBaseline:
 
 
 @dataclass(frozen=True)
+class HistoryEntry:
+    """One change accepted into a kernel's entry (perfgate baseline accept/update)."""
+
+    date: str
+    reason: str
+    by: str | None = None
+    action: str | None = None  # accept, update, ratchet
+    previous: Mapping[str, float | str] = field(default_factory=dict)  # metric -> old value
+
+
+@dataclass(frozen=True)
 class KernelBaseline:
     id: str
     match: KernelMatch
@@ -107,6 +121,7 @@ class KernelBaseline:
     # Values of metrics recorded for the differential diagnosis, not gated.
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
+    history: tuple[HistoryEntry, ...] = ()
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:
@@ -124,6 +139,16 @@ class Baseline:
     path: str = ""
     format_version: int = FORMAT_VERSION
     by_nvtx: bool = False  # identity includes the NVTX range (identity: {nvtx: true})
+    # As written in the file; None for a baseline recorded before fingerprints (see `gpu`).
+    fingerprint: Fingerprint | None = None
+
+    @property
+    def gpu(self) -> Fingerprint:
+        """The fingerprint to check captures against: the file's, or for an older file the
+        GPU its provenance names (every field unknown when it names none)."""
+        if self.fingerprint is not None:
+            return self.fingerprint
+        return fingerprint_from_document(None, self.provenance)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -518,6 +543,16 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                 launches=kernel.get("launches") if data.get("format_version") != 1 else None,
                 info=info,
                 family=kernel.get("family"),
+                history=tuple(
+                    HistoryEntry(
+                        date=h["date"],
+                        reason=h["reason"],
+                        by=h.get("by"),
+                        action=h.get("action"),
+                        previous=h.get("previous") or {},
+                    )
+                    for h in kernel.get("history") or ()
+                ),
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}
@@ -535,6 +570,9 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
         path=path,
         format_version=int(data.get("format_version", FORMAT_VERSION)),
         by_nvtx=bool(identity.get("nvtx", False)),
+        fingerprint=(
+            fingerprint_from_document(data["fingerprint"], {}) if "fingerprint" in data else None
+        ),
     )
 
 
@@ -578,10 +616,24 @@ def _override_document(
     return doc
 
 
+def history_document(entry: HistoryEntry) -> dict[str, Any]:
+    doc: dict[str, Any] = {"date": entry.date}
+    if entry.by is not None:
+        doc["by"] = entry.by
+    if entry.action is not None:
+        doc["action"] = entry.action
+    doc["reason"] = entry.reason
+    if entry.previous:
+        doc["previous"] = {k: _tidy(v) for k, v in entry.previous.items()}
+    return doc
+
+
 def to_document(baseline: Baseline) -> dict[str, Any]:
     doc: dict[str, Any] = {"format_version": FORMAT_VERSION}
     if baseline.provenance:
         doc["provenance"] = dict(baseline.provenance)
+    if baseline.fingerprint is not None:
+        doc["fingerprint"] = fingerprint_document(baseline.fingerprint)
     if baseline.by_nvtx:
         doc["identity"] = {"nvtx": True}
     overrides = {
@@ -645,6 +697,8 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
         entry["metrics"] = metrics
         if kernel.info:
             entry["info"] = {k: _tidy(v) for k, v in kernel.info.items()}
+        if kernel.history:
+            entry["history"] = [history_document(h) for h in kernel.history]
         kernels.append(entry)
     doc["kernels"] = kernels
     return doc

@@ -96,7 +96,8 @@ def main(debug: bool) -> None:
     required=True,
     multiple=True,
     type=click.Path(),
-    help="Baseline YAML file; repeat for several GPUs (each judges the captures from its GPU).",
+    help="Baseline YAML file, or a directory of them (one per GPU); repeatable. Each capture is "
+    "judged by the baseline recorded on its GPU.",
 )
 @_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
 @click.option("--junit", "junit_path", type=click.Path(), help="Write JUnit XML here.")
@@ -130,6 +131,11 @@ def main(debug: bool) -> None:
     "--no-new-kernels", is_flag=True, help="Do not report kernels that are not in the baseline."
 )
 @click.option("--verbose", "-v", is_flag=True, help="List passing comparisons too (text format).")
+@click.option(
+    "--allow-other-gpu", is_flag=True,
+    help="Let the one baseline given judge captures from another GPU or compute capability "
+    "(refused by default: counters differ between GPUs).",
+)  # fmt: skip
 @_guard
 def check_command(
     baselines: tuple[str, ...],
@@ -142,6 +148,7 @@ def check_command(
     fmt: str,
     no_new_kernels: bool,
     verbose: bool,
+    allow_other_gpu: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
     from perfgate.gate import CheckRequest, ReportOutputs, github_outputs, run_check, write_reports
@@ -155,7 +162,14 @@ def check_command(
         step_summary=summary_file if use_github else None,
     )  # fmt: skip
     try:
-        report = run_check(CheckRequest(baselines, captures, report_new_kernels=not no_new_kernels))
+        report = run_check(
+            CheckRequest(
+                baselines,
+                captures,
+                report_new_kernels=not no_new_kernels,
+                allow_other_gpu=allow_other_gpu,
+            )
+        )
     except PerfgateError as exc:
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))
@@ -216,6 +230,11 @@ def baseline_group() -> None:
     help="Make the NVTX range part of a kernel's identity (capture with ncu --nvtx): the same "
     "kernel in two ranges becomes two entries.",
 )  # fmt: skip
+@click.option(
+    "--overwrite", is_flag=True,
+    help="Replace an existing baseline file, dropping its hand edits (default: refuse; "
+    "perfgate baseline update re-records keeping them).",
+)  # fmt: skip
 @_guard
 def record_command(
     captures: tuple[str, ...],
@@ -224,6 +243,7 @@ def record_command(
     metrics: tuple[str, ...],
     reason: str | None,
     by_nvtx: bool,
+    overwrite: bool,
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
@@ -231,7 +251,7 @@ def record_command(
     from perfgate.record import RecordSettings
 
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
-    result = run_record(RecordRequest(captures, output, settings))
+    result = run_record(RecordRequest(captures, output, settings, overwrite))
     kernels_n = len(result.baseline.kernels)
     metrics_n = sum(len(k.metrics) for k in result.baseline.kernels)
     click.echo(f"wrote {output}: {kernels_n} kernels, {metrics_n} metrics")

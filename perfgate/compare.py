@@ -475,18 +475,10 @@ def check(
             f"no launch in {', '.join(capture.paths)} comes from this baseline's GPU: capture "
             "on that GPU too, or leave its baseline out of this check"
         )
-    gpu = (
-        (baseline.provenance.get("gpu") or {}).get("name")
-        if isinstance(baseline.provenance.get("gpu"), dict)
-        else None
-    )
+    # Which GPU's launches this baseline judges was decided before (perfgate.baseline_set).
+    gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
     devices = capture.devices
-    if gpu and devices and gpu not in devices:
-        warnings.append(
-            f"the baseline was recorded on {gpu}, the capture comes from {', '.join(devices)}: "
-            "counters differ between GPUs, keep one baseline per GPU"
-        )
     return CheckResult(
         baseline_path=baseline.path,
         capture_paths=capture.paths,

@@ -36,8 +36,8 @@ class PerfgateError(Exception):
 
     def lines(self) -> list[str]:
         """One line per problem: `FILE::$.path: message`, or `FILE: message`."""
-        if self.problems and self.path:
-            return [f"{self.path}::{p}" for p in self.problems]
+        if self.problems:
+            return [f"{self.path}::{p}" if self.path else p for p in self.problems]
         return [str(self)]
 
     def __str__(self) -> str:

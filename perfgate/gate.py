@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.baseline import Baseline, dump_baseline, load_baseline
-from perfgate.capture import Capture
+from perfgate.baseline import dump_baseline, load_baseline
+from perfgate.baseline_set import assign, expand
 from perfgate.compare import CheckSettings, check
 from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
 from perfgate.errors import UsageError
@@ -24,9 +24,10 @@ from perfgate.verdict import KernelState, Report
 
 @dataclass(frozen=True)
 class CheckRequest:
-    baselines: tuple[str, ...]
+    baselines: tuple[str, ...]  # files and directories of baselines
     captures: tuple[str, ...]
     report_new_kernels: bool = True
+    allow_other_gpu: bool = False  # one baseline may judge captures from another GPU
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class RecordRequest:
     captures: tuple[str, ...]
     output: str
     settings: RecordSettings
+    overwrite: bool = False  # replace an existing baseline (its hand edits are lost)
 
 
 @dataclass(frozen=True)
@@ -60,32 +62,41 @@ class ReportOutputs:
     step_summary: str | None = None  # GitHub's $GITHUB_STEP_SUMMARY, appended to
 
 
-def _for_baseline(baseline: Baseline, capture: Capture, several: bool) -> Capture:
-    """The launches a baseline judges: those from its GPU, when the captures say which GPU
-    they come from. With several baselines (a GPU matrix), a GPU without captures gets none."""
-    gpu = baseline.provenance.get("gpu")
-    name = gpu.get("name") if isinstance(gpu, dict) else None
-    if name and capture.devices:
-        mine = tuple(launch for launch in capture.launches if launch.device == name)
-        if mine or several:
-            return replace(capture, launches=mine)
-    return capture
-
-
 def run_check(request: CheckRequest) -> Report:
-    baselines = [load_baseline(path) for path in request.baselines]
+    paths = expand(request.baselines)
+    baselines = [load_baseline(p.path) for p in paths]
+    if request.allow_other_gpu and len(baselines) > 1:
+        raise UsageError(
+            "--allow-other-gpu lets one baseline judge another GPU's captures; "
+            f"{len(baselines)} baselines were given (pass the one to compare against)"
+        )
     # Read only the columns the baselines and the diagnosis can use: --set full has ~2,200.
     wanted: set[str] = raw_inputs()
     for baseline in baselines:
         wanted |= baseline.raw_metrics()
     capture = read_captures(request.captures, MetricSelection(wanted))
     check_values(capture)
-    settings = CheckSettings(report_new_kernels=request.report_new_kernels)
-    several = len(baselines) > 1
-    return Report(tuple(check(b, _for_baseline(b, capture, several), settings) for b in baselines))
+    plan = assign(
+        baselines, [not p.from_directory for p in paths], capture, request.allow_other_gpu
+    )
+    results = tuple(
+        check(
+            a.baseline,
+            a.capture,
+            CheckSettings(report_new_kernels=request.report_new_kernels, extra_warnings=a.warnings),
+        )
+        for a in plan.assignments
+    )
+    return Report(results, notes=plan.notes)
 
 
 def run_record(request: RecordRequest) -> RecordResult:
+    if Path(request.output).exists() and not request.overwrite:
+        raise UsageError(
+            "exists; re-record it keeping its hand edits with perfgate baseline update -b "
+            f"{request.output} -c CAPTURE..., or replace it with --overwrite",
+            request.output,
+        )
     capture = read_captures(request.captures)
     check_values(capture)
     result = record(capture, request.settings)

@@ -22,9 +22,10 @@ from perfgate.causes import measure_all
 from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.errors import UsageError
 from perfgate.families import family_of
+from perfgate.fingerprint import for_record
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
 from perfgate.measure import Measured, Unavailable, measure, rule_speedups
-from perfgate.stalls import stall_family_report
+from perfgate.stalls import present_reasons, stall_family_report
 from perfgate.thresholds import Noise, ThresholdOverride
 
 
@@ -175,25 +176,34 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     if not kernels:
         raise UsageError("no metric could be recorded for any kernel of the capture")
     runs = len(capture.paths)
-    _, warned = stall_family_report(capture.columns, cc, [la.metrics for la in launches[:50]])
-    notes = list(warned)
+    sample = [la.metrics for la in launches[:50]]
+    family, warned = stall_family_report(capture.columns, cc, sample)
+    reasons = present_reasons(family, capture.columns, cc, sample) if family else ()
+    draft = Baseline(kernels=tuple(kernels))
+    fingerprint, disagreements = for_record(
+        capture, draft.raw_metrics(), family.name if family else None, sorted(reasons)
+    )
+    notes = list(warned) + disagreements
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "
             "catalog's default bounds; record from 3 separate ncu runs to calibrate them to the "
             "noise (docs/noise.md)"
         )
-    devices = capture.devices
     provenance = {
         "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "recorded_by": f"perfgate {__version__}",
         "reason": settings.reason,
-        "gpu": {"name": devices[0] if len(devices) == 1 else None, "cc": cc},
         "captures": [
             {"file": Path(p).name, **({"sha256": h} if (h := _sha256(p)) else {}),
              "launches": sum(1 for launch in capture.launches if launch.source == p)}
             for p in capture.paths
         ],
     }  # fmt: skip
-    baseline = Baseline(kernels=tuple(kernels), provenance=provenance, by_nvtx=settings.by_nvtx)
+    baseline = Baseline(
+        kernels=tuple(kernels),
+        provenance=provenance,
+        by_nvtx=settings.by_nvtx,
+        fingerprint=fingerprint,
+    )
     return RecordResult(baseline, tuple(skipped), tuple(notes))

@@ -276,6 +276,8 @@ class Report:
 
     results: tuple[CheckResult, ...] = ()
     problems: tuple[str, ...] = ()
+    # Said once for the whole check: baselines of a directory that no capture was for.
+    notes: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:

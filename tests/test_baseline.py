@@ -35,7 +35,9 @@ def test_record_dump_load_round_trip(tmp_path: Path) -> None:
     loaded = load_baseline(path)
     assert to_document(loaded) == to_document(baseline)
     assert loaded.provenance["reason"] == "test"
-    assert loaded.provenance["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0"}
+    assert "gpu" not in loaded.provenance  # the fingerprint says it now
+    assert loaded.gpu.key == ("NVIDIA H100 80GB HBM3", "9.0")
+    assert loaded.fingerprint is not None and loaded.fingerprint.stall_family is not None
 
 
 def test_committed_baselines_are_what_record_makes_of_the_committed_captures() -> None:

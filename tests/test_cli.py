@@ -238,7 +238,7 @@ def _h200_copy(tmp_path: Path) -> Path:
     import yaml
 
     doc = yaml.safe_load(Path(ZOO).read_text())
-    doc["provenance"]["gpu"]["name"] = "NVIDIA H200"
+    doc["fingerprint"]["gpu"] = "NVIDIA H200"
     h200 = tmp_path / "h200.yaml"
     h200.write_text(yaml.safe_dump(doc, sort_keys=False))
     return h200

@@ -145,6 +145,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "status": {0: "passed", 1: "failed"}.get(code, "error"),
         "exit_code": code,
         "problems": list(report.problems),
+        "notes": list(report.notes),
         "counts": _counts(report.verdicts),
         "root_causes": report.cause_count,
         "results": [_result(r) for r in report.results],

@@ -247,6 +247,8 @@ def _head(report: Report) -> str:
     ]
     for problem in report.problems:
         out.append(f"> ⚠️ {cell(problem)}\n\n")
+    for note in report.notes:
+        out.append(f"> {cell(note)}\n\n")
     for result in report.results:
         captures = ", ".join(code(p) for p in result.capture_paths)
         gpu = f" (recorded on {cell(result.baseline_gpu)})" if result.baseline_gpu else ""

@@ -11,7 +11,7 @@ from perfgate.reports.format import (
     headline,
 )
 from perfgate.reports.summary import status_line
-from perfgate.verdict import KernelState, KernelVerdict, Report
+from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
 
 _QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
 
@@ -49,9 +49,19 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
     return lines
 
 
+def _result_summary(result: CheckResult) -> str:
+    counts = result.counts()
+    parts = [f"{n} {state.value}" for state, n in counts.items() if n]
+    return ", ".join(parts) or "nothing to compare"
+
+
 def render(report: Report, verbose: bool = False) -> str:
     lines = [status_line(report)]
+    lines.extend(f"note: {n}" for n in report.notes)
     for result in report.results:
+        if len(report.results) > 1:
+            gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
+            lines.append(f"{result.baseline_path}{gpu}: {_result_summary(result)}")
         lines.extend(f"warning: {w}" for w in result.warnings)
         if result.notice:
             lines.append(f"notice: {result.notice}")
@@ -67,7 +77,10 @@ def render(report: Report, verbose: bool = False) -> str:
     if new and not verbose:
         tail.append(f"{new} new kernels not in the baseline")
     if improved:
-        tail.append("re-record the baseline to lock the improvements in")
+        tail.append(
+            "lock the improvements in with perfgate baseline update --ratchet -b BASELINE -c "
+            "CAPTURE..."
+        )
     if tail:
         lines.append(f"  ({'; '.join(tail)}; -v lists every kernel)")
     return "\n".join(lines) + "\n"

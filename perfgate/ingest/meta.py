@@ -1,0 +1,64 @@
+"""What a capture file does not say about itself: the sidecar `CAPTURE.meta.json` that
+`perfgate capture` writes beside it (ncu version, driver, clock control, the command).
+
+A raw CSV page carries the GPU's name and compute capability in every row, but not the ncu
+version, the driver or whether ncu locked the clocks; a capture made by hand has no sidecar and
+those stay unknown. The sidecar is data only: read as JSON, size-capped, every field checked
+for its type, and never trusted to change how the capture itself is read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.errors import CaptureError
+
+SUFFIX = ".meta.json"
+MAX_BYTES = 1024 * 1024
+_FIELDS = ("ncu_version", "driver", "gpu", "cc", "clock_control", "replay_mode")
+
+
+@dataclass(frozen=True)
+class CaptureMeta:
+    """The sidecar's fields perfgate uses; None where unknown."""
+
+    path: str  # the sidecar file, "" when there is none
+    ncu_version: str | None = None
+    driver: str | None = None
+    gpu: str | None = None
+    cc: str | None = None
+    clock_control: str | None = None
+    replay_mode: str | None = None
+
+
+def sidecar_path(capture_path: str) -> Path:
+    return Path(capture_path + SUFFIX)
+
+
+def read_meta(capture_path: str) -> CaptureMeta:
+    """The sidecar of `capture_path`, or an empty CaptureMeta when there is none."""
+    path = sidecar_path(capture_path)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return CaptureMeta("")
+    except OSError as exc:
+        raise CaptureError(f"cannot read: {exc.strerror or exc}", path) from exc
+    if len(data) > MAX_BYTES:
+        raise CaptureError(f"larger than {MAX_BYTES:,} bytes: not a perfgate sidecar", path)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CaptureError(f"not JSON: {exc}", path) from exc
+    if not isinstance(doc, dict) or "perfgate_capture" not in doc:
+        raise CaptureError("not a perfgate capture sidecar (no perfgate_capture key)", path)
+    values: dict[str, str | None] = {}
+    for key in _FIELDS:
+        value = doc.get(key)
+        if value is not None and not isinstance(value, str):
+            raise CaptureError(f"{key} must be a string or null, not {value!r}", path)
+        values[key] = value
+    return CaptureMeta(str(path), **values)
