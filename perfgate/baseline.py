@@ -441,7 +441,11 @@ def _check_metric(
 
 def load_baseline(path: str | Path) -> Baseline:
     name = str(path)
-    text = _read_text(name)
+    return parse_baseline(_read_text(name), name)
+
+
+def parse_baseline(text: str, name: str) -> Baseline:
+    """A baseline from its text; `name` is the file it is (to be) in, for messages."""
     data, root = _parse_yaml(text, name)
     if data is None:
         raise _problem(name, "the file holds no YAML data (only comments or blank lines)")
@@ -591,7 +595,7 @@ HEADER = """\
 """
 
 
-def _tidy(value: float | str) -> int | float | str:
+def tidy(value: float | str) -> int | float | str:
     if isinstance(value, str):
         return value
     rounded = float(f"{value:.12g}")
@@ -624,8 +628,74 @@ def history_document(entry: HistoryEntry) -> dict[str, Any]:
         doc["action"] = entry.action
     doc["reason"] = entry.reason
     if entry.previous:
-        doc["previous"] = {k: _tidy(v) for k, v in entry.previous.items()}
+        doc["previous"] = {k: tidy(v) for k, v in entry.previous.items()}
     return doc
+
+
+def metric_document(metric: MetricBaseline) -> dict[str, Any]:
+    """One metric's entry as the file holds it."""
+    m: dict[str, Any] = {"value": tidy(metric.value)}
+    # A range that is the value itself (an exact counter) says nothing more.
+    if (
+        metric.low is not None
+        and metric.high is not None
+        and not (metric.low == metric.high == metric.value)
+    ):
+        m["min"], m["max"] = tidy(metric.low), tidy(metric.high)
+    # Unit, source and group are written only where the catalog would not say the
+    # same, which keeps a baseline short enough to review.
+    defn = metric.definition
+    if metric.unit and metric.unit != defn.unit:
+        m["unit"] = metric.unit
+    # Stall metrics name their family instead (a check measures in the family its
+    # capture holds; cycles per instruction are the same quantity in each).
+    if metric.source and metric.source != defn.formulas[0].text and defn.stall is None:
+        m["source"] = metric.source
+    if metric.group and metric.group != defn.formulas[0].group:
+        m["group"] = metric.group
+    if metric.shares:
+        m["shares"] = {r: round(v, 2) for r, v in metric.shares.items() if round(v, 2) > 0}
+    if metric.reasons is not None:
+        m["reasons"] = list(metric.reasons)
+    if metric.family is not None:
+        m["family"] = metric.family
+    override = _override_document(metric.threshold, metric.check)
+    if override:
+        m["threshold"] = override
+    if metric.calibration:
+        m["calibration"] = metric.calibration
+    return m
+
+
+def match_document(match: KernelMatch) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key in ("function", "name", "regex"):
+        if getattr(match, key) is not None:
+            doc[key] = getattr(match, key)
+    for key in ("grid", "block"):
+        if getattr(match, key) is not None:
+            doc[key] = list(getattr(match, key))
+    for key in ("nvtx", "work"):
+        if getattr(match, key) is not None:
+            doc[key] = getattr(match, key)
+    return doc
+
+
+def kernel_document(kernel: KernelBaseline) -> dict[str, Any]:
+    """One kernel's entry as the file holds it."""
+    entry: dict[str, Any] = {"id": kernel.id, "match": match_document(kernel.match)}
+    if kernel.name is not None and kernel.name != kernel.match.name:
+        entry["name"] = kernel.name
+    if kernel.family is not None:
+        entry["family"] = kernel.family
+    if kernel.launches is not None:
+        entry["launches"] = kernel.launches
+    entry["metrics"] = {metric.name: metric_document(metric) for metric in kernel.metrics}
+    if kernel.info:
+        entry["info"] = {k: tidy(v) for k, v in kernel.info.items()}
+    if kernel.history:
+        entry["history"] = [history_document(h) for h in kernel.history]
+    return entry
 
 
 def to_document(baseline: Baseline) -> dict[str, Any]:
@@ -642,65 +712,7 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
     }
     if any(overrides.values()):
         doc["thresholds"] = {k: v for k, v in overrides.items() if v}
-    kernels = []
-    for kernel in baseline.kernels:
-        match: dict[str, Any] = {}
-        for key in ("function", "name", "regex"):
-            if getattr(kernel.match, key) is not None:
-                match[key] = getattr(kernel.match, key)
-        for key in ("grid", "block"):
-            if getattr(kernel.match, key) is not None:
-                match[key] = list(getattr(kernel.match, key))
-        for key in ("nvtx", "work"):
-            if getattr(kernel.match, key) is not None:
-                match[key] = getattr(kernel.match, key)
-        entry: dict[str, Any] = {"id": kernel.id, "match": match}
-        if kernel.name is not None and kernel.name != kernel.match.name:
-            entry["name"] = kernel.name
-        if kernel.family is not None:
-            entry["family"] = kernel.family
-        if kernel.launches is not None:
-            entry["launches"] = kernel.launches
-        metrics: dict[str, Any] = {}
-        for metric in kernel.metrics:
-            m: dict[str, Any] = {"value": _tidy(metric.value)}
-            # A range that is the value itself (an exact counter) says nothing more.
-            if (
-                metric.low is not None
-                and metric.high is not None
-                and not (metric.low == metric.high == metric.value)
-            ):
-                m["min"], m["max"] = _tidy(metric.low), _tidy(metric.high)
-            # Unit, source and group are written only where the catalog would not say the
-            # same, which keeps a baseline short enough to review.
-            defn = metric.definition
-            if metric.unit and metric.unit != defn.unit:
-                m["unit"] = metric.unit
-            # Stall metrics name their family instead (a check measures in the family its
-            # capture holds; cycles per instruction are the same quantity in each).
-            if metric.source and metric.source != defn.formulas[0].text and defn.stall is None:
-                m["source"] = metric.source
-            if metric.group and metric.group != defn.formulas[0].group:
-                m["group"] = metric.group
-            if metric.shares:
-                m["shares"] = {r: round(v, 2) for r, v in metric.shares.items() if round(v, 2) > 0}
-            if metric.reasons is not None:
-                m["reasons"] = list(metric.reasons)
-            if metric.family is not None:
-                m["family"] = metric.family
-            override = _override_document(metric.threshold, metric.check)
-            if override:
-                m["threshold"] = override
-            if metric.calibration:
-                m["calibration"] = metric.calibration
-            metrics[metric.name] = m
-        entry["metrics"] = metrics
-        if kernel.info:
-            entry["info"] = {k: _tidy(v) for k, v in kernel.info.items()}
-        if kernel.history:
-            entry["history"] = [history_document(h) for h in kernel.history]
-        kernels.append(entry)
-    doc["kernels"] = kernels
+    doc["kernels"] = [kernel_document(kernel) for kernel in baseline.kernels]
     return doc
 
 

@@ -210,7 +210,7 @@ def explain_command(captures: tuple[str, ...], kernels: tuple[str, ...], fmt: st
 
 @main.group("baseline")
 def baseline_group() -> None:
-    """Record and validate baseline files."""
+    """Record, validate, review and change baseline files."""
 
 
 @baseline_group.command("record")
@@ -260,6 +260,133 @@ def record_command(
     for line in result.skipped:
         if metrics:  # asked for by name: say where a metric could not be recorded
             click.echo(f"  skipped {line}", err=True)
+
+
+def _edit_summary(result: Any, verb: str) -> None:
+    from perfgate.reports.format import value
+
+    plan = result.plan
+    if not result.changed:
+        click.echo(f"{result.path}: nothing to {verb}")
+    else:
+        n = len(plan.edits)
+        click.echo(f"{verb}ed {n} kernel{'s' if n != 1 else ''} into {result.path}:")
+        for edit in plan.edits:
+            moved = ", ".join(f"{m} was {value(v)}" for m, v in edit.previous.items())
+            click.echo(f"  {edit.action.value:<8} {edit.kernel}" + (f" ({moved})" if moved else ""))
+    for line in plan.left:
+        click.echo(f"  left     {line}", err=True)
+
+
+_by_option = click.option(
+    "--by", help="Who accepts it (default: the CI actor, else git's user.name <user.email>)."
+)
+_output_option = click.option(
+    "--output", "-o", type=click.Path(),
+    help="Write the edited baseline here (default: edit the baseline file in place).",
+)  # fmt: skip
+
+
+@baseline_group.command("accept")
+@click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
+@_captures_option("Capture of the build whose values are accepted; repeat for several ncu runs.")
+@click.option("--reason", required=True, help="Why the change is intended (kept in the file).")
+@click.option(
+    "--kernel", "-k", "kernels", multiple=True,
+    help="Accept the kernels whose id or name matches this regex (repeatable; default: every "
+    "kernel that regressed or went missing).",
+)  # fmt: skip
+@click.option("--add-new", is_flag=True, help="Also add kernels that are new to the baseline.")
+@_by_option
+@_output_option
+@_guard
+def accept_command(
+    baseline: str,
+    captures: tuple[str, ...],
+    reason: str,
+    kernels: tuple[str, ...],
+    add_new: bool,
+    by: str | None,
+    output: str | None,
+) -> None:
+    """Take new values for kernels whose change is intended, with a reason; thresholds and
+    comments people wrote are kept, and the previous values go into the kernel's history."""
+    from perfgate.gate import EditRequest, run_accept
+
+    request = EditRequest(
+        baseline, captures, reason, kernels, add_new=add_new, by=by, output=output
+    )
+    _edit_summary(run_accept(request), "accept")
+
+
+@baseline_group.command("update")
+@click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
+@_captures_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
+@click.option(
+    "--reason", help="Why; with a reason, kernels that regressed are taken too (and recorded "
+    "as accepted).",
+)  # fmt: skip
+@click.option(
+    "--ratchet", is_flag=True,
+    help="Take only values that improved beyond their bound, and only ever tighten bounds.",
+)  # fmt: skip
+@click.option("--no-new", is_flag=True, help="Do not add kernels that are new to the baseline.")
+@_by_option
+@_output_option
+@_guard
+def update_command(
+    baseline: str,
+    captures: tuple[str, ...],
+    reason: str | None,
+    ratchet: bool,
+    no_new: bool,
+    by: str | None,
+    output: str | None,
+) -> None:
+    """Re-record a baseline from new captures, keeping hand-written thresholds, metric
+    choices and comments; kernels that regressed are left alone unless --reason is given."""
+    from perfgate.gate import EditRequest, run_update
+
+    request = EditRequest(
+        baseline, captures, reason, add_new=not no_new, ratchet=ratchet, by=by, output=output
+    )
+    _edit_summary(run_update(request), "ratchet" if ratchet else "update")
+
+
+@baseline_group.command("show")
+@click.argument("path", type=click.Path())
+@_kernels_option
+@click.option("--format", "fmt", type=click.Choice(("text", "markdown")), default="text")
+@_guard
+def show_command(path: str, kernels: tuple[str, ...], fmt: str) -> None:
+    """A baseline condensed for review: fingerprint, each kernel's gated values and the bound
+    the check applies, and the history of accepted changes."""
+    from perfgate.gate import run_show
+    from perfgate.reports.review import SHOW
+
+    click.echo(SHOW[fmt](run_show(path, kernels)), nl=False)
+
+
+@baseline_group.command("diff")
+@click.argument("before", type=click.Path())
+@click.argument("after", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(("text", "markdown")), default="text")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when the baselines differ.")
+@click.option(
+    "--all", "all_values", is_flag=True,
+    help="List values that moved within their bounds too (default: only those beyond).",
+)  # fmt: skip
+@_guard
+def diff_command(before: str, after: str, fmt: str, exit_code: bool, all_values: bool) -> None:
+    """What changed between two baselines (e.g. main's and a pull request's): kernels added
+    and removed, values and bounds moved, fingerprint, accepted changes with their reasons."""
+    from perfgate.gate import run_diff
+    from perfgate.reports.review import DIFF
+
+    result = run_diff(before, after)
+    click.echo(DIFF[fmt](result, all_values), nl=False)
+    if exit_code and not result.identical:
+        sys.exit(int(ExitCode.GATE_FAILED))
 
 
 @baseline_group.command("validate")

@@ -45,7 +45,7 @@ class CheckSettings:
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _bounds(
+def bounds(
     defn: MetricDef, metric: MetricBaseline, baseline: Baseline
 ) -> tuple[Threshold, CategoricalCheck]:
     """Catalog default, then the file's `thresholds:`, then the metric's own override."""
@@ -94,7 +94,7 @@ def _compare_metric(
             more = ", ..." if len(measured.needed) > 4 else ""
             needed = f" (needs {', '.join(measured.needed[:4])}{more})"
         return replace(base, state=State.MISSING_METRIC, message=measured.reason + needed), None
-    threshold, check = _bounds(defn, metric, baseline)
+    threshold, check = bounds(defn, metric, baseline)
     if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
         return _compare_categorical(defn, metric, measured, check, base), measured
     # A calibrated bound already covers the spread of the runs it came from: judge from the
@@ -372,8 +372,9 @@ def _missing(
                 f"{kernel.match.block}, now at {shapes}"
             )
             lever = (
-                "if the new shape is intended (a new batch or problem size), re-record the "
-                "baseline for it; otherwise find what changed the launch configuration"
+                "if the new shape is intended (a new batch or problem size), accept it "
+                "(perfgate baseline accept --reason ...); otherwise find what changed the launch "
+                "configuration"
             )
             causes = (
                 RootCause(

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.baseline import dump_baseline, load_baseline
+from perfgate.baseline import dump_baseline, load_baseline, parse_baseline
 from perfgate.baseline_set import assign, expand
 from perfgate.compare import CheckSettings, check
 from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
@@ -16,8 +16,10 @@ from perfgate.errors import UsageError
 from perfgate.fileio import write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.kernels import group_launches, readable_ids, select
+from perfgate.lifecycle import EditPlan, plan_accept, plan_update, stamp
 from perfgate.record import RecordResult, RecordSettings, record
 from perfgate.reports import json_report, junit, markdown, svg
+from perfgate.review import BaselineDiff, BaselineView, diff, view
 from perfgate.values import check_values
 from perfgate.verdict import KernelState, Report
 
@@ -102,6 +104,70 @@ def run_record(request: RecordRequest) -> RecordResult:
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
     return result
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """`baseline accept` and `baseline update`: new values from captures into a baseline."""
+
+    baseline: str
+    captures: tuple[str, ...]
+    reason: str | None = None
+    kernel_patterns: tuple[str, ...] = ()  # accept: the kernels to take (default: regressed)
+    add_new: bool = False  # take kernels new to the baseline too
+    ratchet: bool = False  # update: only improvements, bounds only tighten
+    by: str | None = None  # who (default: CI actor, git user, login)
+    output: str | None = None  # default: the baseline itself, edited in place
+
+
+@dataclass(frozen=True)
+class EditResult:
+    path: str
+    plan: EditPlan
+    changed: bool
+
+
+def _edit(request: EditRequest, accept: bool) -> EditResult:
+    # ruamel.yaml is only needed to edit a baseline: checks never import it.
+    from perfgate.baseline_edit import apply as apply_plan
+
+    baseline = load_baseline(request.baseline)
+    capture = read_captures(request.captures)
+    check_values(capture)
+    if accept:
+        plan = plan_accept(baseline, capture, request.kernel_patterns, request.add_new)
+    else:
+        plan = plan_update(
+            baseline,
+            capture,
+            ratchet=request.ratchet,
+            take_regressions=request.reason is not None,
+            add_new=request.add_new,
+        )
+    text = Path(request.baseline).read_text(encoding="utf-8-sig")
+    target = request.output or request.baseline
+    if not plan.edits and plan.fingerprint in (None, baseline.fingerprint):
+        return EditResult(target, plan, False)
+    edited = apply_plan(text, baseline, plan, request.reason, stamp(request.by))
+    parse_baseline(edited, target)  # what is written must load: a bug here must not land
+    write_text_atomic(target, edited)
+    return EditResult(target, plan, True)
+
+
+def run_accept(request: EditRequest) -> EditResult:
+    return _edit(request, accept=True)
+
+
+def run_update(request: EditRequest) -> EditResult:
+    return _edit(request, accept=False)
+
+
+def run_show(path: str, patterns: tuple[str, ...]) -> BaselineView:
+    return view(load_baseline(path), patterns)
+
+
+def run_diff(before: str, after: str) -> BaselineDiff:
+    return diff(load_baseline(before), load_baseline(after))
 
 
 def run_explain(request: ExplainRequest) -> ExplainResult:

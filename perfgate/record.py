@@ -105,7 +105,7 @@ def _metric_baseline(
     )
 
 
-def _kernel(
+def record_kernel(
     group: KernelGroup, kid: str, names: list[str], capture: Capture
 ) -> tuple[KernelBaseline | None, list[str]]:
     skipped: list[str] = []
@@ -161,7 +161,7 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
     for group in groups:
-        kernel, why = _kernel(group, ids[group.key], names, capture)
+        kernel, why = record_kernel(group, ids[group.key], names, capture)
         skipped.extend(why)
         if kernel is not None:
             kernels.append(kernel)

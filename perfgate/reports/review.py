@@ -1,0 +1,183 @@
+"""`perfgate baseline show` and `perfgate baseline diff`: pure functions from the review
+models (perfgate.review) to text or markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from perfgate.baseline import HistoryEntry
+from perfgate.reports.format import value
+from perfgate.reports.markdown import cell, code
+from perfgate.review import BaselineDiff, BaselineView, KernelChange, MetricChange, MetricView
+
+
+def _fingerprint_line(v: BaselineView) -> str:
+    fp = v.fingerprint
+    parts = [fp.describe()]
+    for label, field in (
+        ("ncu", fp.ncu),
+        ("driver", fp.driver),
+        ("clock control", fp.clock_control),
+    ):
+        if field:
+            parts.append(f"{label} {field}")
+    if fp.stall_family:
+        parts.append(f"stalls: {fp.stall_family}, {len(fp.stall_reasons)} reasons")
+    if fp.metrics:
+        parts.append(f"{len(fp.metrics)} raw metrics")
+    return ", ".join(parts)
+
+
+def _provenance_line(v: BaselineView) -> str:
+    p = v.provenance
+    captures = p.get("captures")
+    runs = len(captures) if isinstance(captures, list) else 0
+    parts = [f"recorded {p.get('recorded_at', '?')} from {runs} capture{'s' if runs != 1 else ''}"]
+    if p.get("reason"):
+        parts.append(f"reason: {p['reason']}")
+    if p.get("updated_at"):
+        parts.append(
+            f"updated {p['updated_at']}" + (f" by {p['updated_by']}" if p.get("updated_by") else "")
+        )
+    return "; ".join(parts)
+
+
+def _metric_text(m: MetricView) -> str:
+    hand = " (hand-set)" if m.hand_set else ""
+    bound = "" if m.bound == "categorical" else f" {m.bound}{hand}"
+    return f"{m.name} {value(m.value, m.unit)}{bound}"
+
+
+def _history_text(h: HistoryEntry) -> str:
+    who = f" by {h.by}" if h.by else ""
+    action = f"{h.action} " if h.action else ""
+    was = ", ".join(f"{k} {value(v)}" for k, v in h.previous.items())
+    return f"{action}{h.date}{who}: {h.reason}" + (f" (was: {was})" if was else "")
+
+
+def show_text(v: BaselineView) -> str:
+    shown = len(v.kernels)
+    plural = "s" if v.total_kernels != 1 else ""
+    head = f"{v.path}: {_fingerprint_line(v)}; {v.total_kernels} kernel{plural}"
+    if shown != v.total_kernels:
+        head += f" ({shown} shown)"
+    lines = [head, f"  {_provenance_line(v)}"]
+    for k in v.kernels:
+        launches = (
+            f", {k.launches} launch{'es' if k.launches != 1 else ''} per run"
+            if k.launches is not None
+            else ""
+        )
+        lines.append(f"\n{k.id}{launches}")
+        lines.extend(_wrapped([_metric_text(m) for m in k.metrics]))
+        lines.extend(f"  history: {_history_text(h)}" for h in k.history)
+    return "\n".join(lines) + "\n"
+
+
+def _wrapped(items: list[str], width: int = 100) -> list[str]:
+    """Items joined with ' · ' into lines of about `width` characters."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        if line and len(line) + 3 + len(item) > width:
+            lines.append(f"  {line}")
+            line = item
+        else:
+            line = f"{line} · {item}" if line else item
+    if line:
+        lines.append(f"  {line}")
+    return lines
+
+
+def show_markdown(v: BaselineView) -> str:
+    out = [
+        f"### Baseline {code(v.path)}\n\n",
+        f"{cell(_fingerprint_line(v))}; {v.total_kernels} kernels. "
+        f"{cell(_provenance_line(v))}.\n\n",
+        "| kernel | launches/run | gated values (bound) |\n|---|---|---|\n",
+    ]
+    for k in v.kernels:
+        values = "<br>".join(cell(_metric_text(m)) for m in k.metrics)
+        out.append(f"| {code(k.id)} | {'' if k.launches is None else k.launches} | {values} |\n")
+    history = [(k.id, h) for k in v.kernels for h in k.history]
+    if history:
+        out.append("\n**History**\n\n")
+        out.extend(f"- {code(kid)}: {cell(_history_text(h))}\n" for kid, h in history)
+    return "".join(out)
+
+
+def _change_text(c: MetricChange) -> str:
+    if c.before is None:
+        return f"{c.metric}: now gated at {value(c.after, c.unit)} ({c.bound_after})"
+    if c.after is None:
+        return f"{c.metric}: no longer gated (was {value(c.before, c.unit)})"
+    text = f"{c.metric}: {value(c.before, c.unit)} -> {value(c.after, c.unit)}"
+    if c.relative is not None:
+        text += f" ({c.relative:+.1%})"
+    if c.bound_before != c.bound_after:
+        text += f"; bound {c.bound_before} -> {c.bound_after}"
+    return text
+
+
+def _kernel_lines(k: KernelChange, fmt: Callable[[str], str], all_values: bool) -> list[str]:
+    if k.kind == "added":
+        return [fmt(f"+ {k.id}: added")] + [fmt(f"    {_history_text(h)}") for h in k.history]
+    if k.kind == "removed":
+        return [fmt(f"- {k.id}: removed")]
+    lines = [fmt(f"~ {k.id}")]
+    if k.match:
+        lines.append(fmt(f"    identity: {k.match[0]} -> {k.match[1]}"))
+    if k.launches:
+        lines.append(fmt(f"    launches per run: {k.launches[0]} -> {k.launches[1]}"))
+    beyond = [c for c in k.metrics if c.beyond or all_values]
+    lines.extend(fmt(f"    {_change_text(c)}") for c in beyond)
+    within = len(k.metrics) - len(beyond)
+    if within:
+        lines.append(fmt(f"    ({within} more values moved within their bounds; --all lists them)"))
+    lines.extend(fmt(f"    {_history_text(h)}") for h in k.history)
+    return lines
+
+
+def _summary(d: BaselineDiff) -> str:
+    if d.identical:
+        return f"{d.before} and {d.after} gate the same values"
+    counts = {
+        kind: sum(1 for k in d.kernels if k.kind == kind)
+        for kind in ("changed", "added", "removed")
+    }
+    parts = [f"{n} {kind}" for kind, n in counts.items() if n]
+    if d.fingerprint:
+        parts.append("fingerprint changed")
+    if d.thresholds:
+        parts.append(f"{len(d.thresholds)} file-level thresholds changed")
+    return f"{d.before} -> {d.after}: {', '.join(parts)}"
+
+
+def diff_text(d: BaselineDiff, all_values: bool = False) -> str:
+    lines = [_summary(d)]
+    lines.extend(f"  fingerprint {f}: {a} -> {b}" for f, a, b in d.fingerprint)
+    lines.extend(f"  thresholds.{m}: {a} -> {b}" for m, a, b in d.thresholds)
+    for k in d.kernels:
+        lines.extend(_kernel_lines(k, lambda s: s, all_values))
+    return "\n".join(lines) + "\n"
+
+
+def diff_markdown(d: BaselineDiff, all_values: bool = False) -> str:
+    out = [f"### {cell(_summary(d))}\n\n"]
+    out.extend(
+        f"- fingerprint {cell(f)}: {cell(str(a))} → {cell(str(b))}\n" for f, a, b in d.fingerprint
+    )
+    out.extend(f"- thresholds.{cell(m)}: {cell(a)} → {cell(b)}\n" for m, a, b in d.thresholds)
+    if d.kernels:
+        out.append("\n```diff\n")
+        for k in d.kernels:
+            out.extend(
+                line.replace("```", "'''") + "\n"
+                for line in _kernel_lines(k, lambda s: s, all_values)
+            )
+        out.append("```\n")
+    return "".join(out)
+
+
+SHOW = {"text": show_text, "markdown": show_markdown}
+DIFF = {"text": diff_text, "markdown": diff_markdown}
