@@ -393,11 +393,13 @@ def diff_command(before: str, after: str, fmt: str, exit_code: bool, all_values:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @_guard
 def validate_command(paths: tuple[str, ...]) -> None:
-    """Check baseline files against the schema and the metric catalog."""
+    """Check baseline files (or the baselines in a directory) against the schema and the
+    metric catalog."""
     from perfgate.baseline import load_baseline
+    from perfgate.baseline_set import expand
 
     problems: list[str] = []
-    for path in paths:
+    for path in (p.path for p in expand(paths)):
         try:
             baseline = load_baseline(path)
             click.echo(f"ok {path}: {len(baseline.kernels)} kernels")

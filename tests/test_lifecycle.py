@@ -432,3 +432,12 @@ def test_who_is_the_ci_actor_with_a_link_to_the_run() -> None:
 
 def test_source_date_epoch_fixes_the_date() -> None:
     assert now({"SOURCE_DATE_EPOCH": "0"}) == "1970-01-01T00:00:00Z"
+
+
+def test_validate_takes_a_directory_of_baselines() -> None:
+    folder = ROOT / "baselines" / "h100"
+    proc = perfgate("baseline", "validate", str(folder))
+    assert proc.returncode == 0
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == [
+        f"ok {folder / name}" for name in ("torch.yaml", "zoo-full.yaml", "zoo.yaml")
+    ]
