@@ -12,11 +12,11 @@ from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, lookup
 from perfgate.families import family_of
-from perfgate.metric_names import absent_note
 from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
 from perfgate.measure import Measured, Unavailable, measure, rule_speedups
+from perfgate.metric_names import absent_note
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import glob
 import os
 import re
 import shutil
@@ -60,7 +59,9 @@ class Gpu:
 
 
 def _matches(pattern: str) -> list[str]:
-    return sorted(glob.glob(pattern), reverse=True)  # newest version folder first
+    root = Path("/")
+    found = (str(p) for p in root.glob(pattern.lstrip("/")))
+    return sorted(found, reverse=True)  # newest version folder first
 
 
 def find_ncu(ncu: str = "ncu") -> str | None:
@@ -80,7 +81,7 @@ def find_ncu(ncu: str = "ncu") -> str | None:
 
 
 def parse_ncu_version(text: str) -> str | None:
-    """"2025.3.1.0" from `ncu --version`'s "Version 2025.3.1.0 (build 36398880) ..."."""
+    """ "2025.3.1.0" from `ncu --version`'s "Version 2025.3.1.0 (build 36398880) ..."."""
     m = _VERSION.search(text)
     return m.group(1) if m else None
 

@@ -202,9 +202,7 @@ def kernel_filter(
                     "filtering on function names"
                 )
             return alternation, notes
-    notes.append(
-        f"the kernel filter would be over {MAX_FILTER} characters: profiling every kernel"
-    )
+    notes.append(f"the kernel filter would be over {MAX_FILTER} characters: profiling every kernel")
     return ("|".join(extra) or None), notes
 
 
@@ -235,8 +233,9 @@ def build_plan(
     if not gated:
         raise UsageError("the baselines gate no metric: nothing to capture")
     metrics = tuple(dict.fromkeys([*gated, *FREE_METRICS]))
+    more: list[str] = []
     if options.all_kernels:
-        regex, more = ("|".join(options.kernels) or None), []
+        regex = "|".join(options.kernels) or None
     else:
         regex, more = kernel_filter(chosen, options.kernels)
     notes.extend(more)

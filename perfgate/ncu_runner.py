@@ -157,7 +157,9 @@ def run_capture(
         )
     name, cc, driver = (gpu_query or query_gpu)()
     options = _with(options, ncu=ncu, cc=options.cc or cc, gpu=options.gpu or name)
-    _check_output_path(options, [*options.baselines, *options.program[:1]])
+    from perfgate.ncu_command import baseline_files
+
+    _check_output_path(options, [*baseline_files(options.baselines), *options.program[:1]])
     out = Path(options.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.perfgate-", dir=out.parent))
@@ -173,12 +175,14 @@ def run_capture(
         wall = time.monotonic() - t0
         log_text = log.read_text("utf-8", "replace") if log.exists() else "\n".join(early)
         write_text_atomic(f"{out}.log", log_text)
+        exit_code = (
+            scan.app_exit_code if scan.app_exit_code is not None else (0 if rc == 0 else None)
+        )
         meta = {
             "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
             "gpu": name, "cc": options.cc, "clock_control": "none",
             "replay_mode": options.replay_mode, "command": list(plan.profile),
-            "program_exit_code": scan.app_exit_code if scan.app_exit_code is not None
-            else (0 if rc == 0 else None),
+            "program_exit_code": exit_code,
             "started": started, "kernel_filter": plan.kernel_filter,
             "metrics": list(plan.metrics), "passes": [p for _, p in scan.passes],
             "wall_s": round(wall, 2),
@@ -204,6 +208,9 @@ def run_capture(
             raise CaptureError(f"ncu wrote no report (see {out}.log)", out)
         csv_text = _import(plan, ncu, str(rep), out)
         write_text_atomic(out, csv_text)
+        if meta["cc"] is None:  # no nvidia-smi: the capture's own CC column says
+            meta["cc"] = _cc_of(csv_text)
+            write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
         if options.keep_report:
             shutil.copyfile(rep, f"{out}.ncu-rep")
     finally:
@@ -220,7 +227,7 @@ def run_capture(
     return CaptureResult(
         output=str(out), log=f"{out}.log", meta=f"{out}.meta.json",
         launches=len(scan.passes), passes=tuple(p for _, p in scan.passes),
-        wall_s=round(time.monotonic() - t0, 2), program_exit_code=meta["program_exit_code"],
+        wall_s=round(time.monotonic() - t0, 2), program_exit_code=exit_code,
         gated=plan.gated, absent=absent, warnings=tuple(warnings), notes=plan.notes,
     )  # fmt: skip
 
@@ -243,7 +250,9 @@ def _profile(
     scan = ncu_log.LogScan()
     early: list[str] = []
     try:
-        proc = subprocess.Popen(list(plan.profile), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            list(plan.profile), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
+        )
     except OSError as exc:
         raise UsageError(f"cannot start ncu: {exc.strerror or exc}", plan.profile[0]) from exc
     assert proc.stdout is not None
@@ -293,4 +302,3 @@ def dry_run(options: CaptureOptions) -> CapturePlan:
     """The plan with placeholders for the files a run would make."""
     out = options.output
     return build_plan(options, f"{out}.tmp", f"{out}.log")
-

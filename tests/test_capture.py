@@ -88,7 +88,11 @@ def test_sampled_stalls_stay_sampled(tmp_path: Path, zoo_baseline: Path) -> None
     data = yaml.safe_load(zoo_baseline.read_text())
     data["kernels"] = data["kernels"][:1]
     data["kernels"][0]["metrics"] = {
-        "stall.long_scoreboard": {"value": 50, "group": "sampling", "reasons": ["long_scoreboard", "wait"]}
+        "stall.long_scoreboard": {
+            "value": 50,
+            "group": "sampling",
+            "reasons": ["long_scoreboard", "wait"],
+        }
     }
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -140,7 +144,7 @@ def test_all_kernels_drops_the_filter(zoo_baseline: Path) -> None:
 
 
 def test_options_and_program_pass_through(zoo_baseline: Path) -> None:
-    program = (sys.executable, "-c", "print(1)", "a b", "it's \"q\"", "$HOME;ls", "--flag")
+    program = (sys.executable, "-c", "print(1)", "a b", 'it\'s "q"', "$HOME;ls", "--flag")
     options = CaptureOptions(
         (str(zoo_baseline),), program, replay_mode="application", launch_skip=2,
         launch_count=5, nvtx_include=("perfgate/",),
@@ -165,7 +169,7 @@ def test_directory_of_baselines(tmp_path: Path, zoo_baseline: Path) -> None:
     assert plan.baselines == (str(tmp_path / "a.yaml"),)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(UsageError, match="no \\*.yaml"):
+    with pytest.raises(UsageError, match=r"no \*\.yaml"):
         build_plan(CaptureOptions((str(empty),), ("./app",)), "r", "l")
 
 
@@ -190,7 +194,9 @@ def _fake(log: str, csv: str = "ok.import.csv", **more: str) -> dict[str, str]:
     }
 
 
-def _capture(baseline: Path, out: Path, env: dict[str, str], *program: str) -> subprocess.CompletedProcess[str]:
+def _capture(
+    baseline: Path, out: Path, env: dict[str, str], *program: str
+) -> subprocess.CompletedProcess[str]:
     prog = program or (sys.executable, "-c", "print('program output')")
     return perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU, "--",
                     *prog, env=env)  # fmt: skip
@@ -254,7 +260,9 @@ def test_program_failure_is_exit_2(
         ("bad-option.stdout", "rejected an option's value"),
     ],
 )
-def test_ncu_errors_before_its_log_opens(tmp_path: Path, zoo_baseline: Path, stdout: str, words: str) -> None:
+def test_ncu_errors_before_its_log_opens(
+    tmp_path: Path, zoo_baseline: Path, stdout: str, words: str
+) -> None:
     out = tmp_path / "cap.csv"
     proc = _capture(zoo_baseline, out, _fake("ok.log", FAKE_NCU_STDOUT=str(TEXTS / stdout)))
     assert proc.returncode == 2
@@ -296,3 +304,25 @@ def test_pass_cost_table_in_docs_is_the_measured_one() -> None:
         sys.path.pop(0)
     doc = (ROOT / "docs" / "capture.md").read_text()
     assert table.markdown() in doc
+
+
+def test_cheaper_stall_family_checks_against_an_older_baseline(
+    tmp_path: Path, zoo_baseline: Path
+) -> None:
+    # The baseline holds per_warp_active stalls (tests/data/h200/real); perfgate capture asked
+    # for per_issue_active on the device: one comparability group, so the good build passes
+    # and the regressed build fails on what the zoo expects.
+    from tests.zoo.expectations import unmet
+
+    good = perfgate("check", "-b", str(zoo_baseline), "-c", str(TEXTS / "zoo-capture-1.csv"))
+    assert good.returncode == 0, good.stdout + good.stderr
+    report = tmp_path / "r.json"
+    bad = perfgate("check", "-b", str(zoo_baseline), "-c", str(TEXTS / "zoo-bad-capture.csv"),
+                   "--json", str(report))  # fmt: skip
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    failed: dict[str, set[str]] = {}
+    for kernel in json.loads(report.read_text())["results"][0]["kernels"]:
+        for c in kernel["comparisons"]:
+            if c["state"] == "regressed":
+                failed.setdefault(kernel["kernel"], set()).add(c["metric"])
+    assert unmet(failed) == [], failed

@@ -65,9 +65,7 @@ def markdown() -> str:
         "|---|---|---|---|---|",
     ]
     lines += [f"| {' | '.join(r)} |" for r in rows()]
-    lines.append(
-        "| `launch__*`, `device__attribute_*` | 0 | 0 | 0 | 0 |"
-    )
+    lines.append("| `launch__*`, `device__attribute_*` | 0 | 0 | 0 | 0 |")
     return "\n".join(lines) + "\n"
 
 

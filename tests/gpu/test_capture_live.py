@@ -64,7 +64,9 @@ def test_capture_checks_against_the_baseline(zoo: dict[str, Path], tmp_path: Pat
     proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(bad), "--", str(zoo["bad"]))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = tmp_path / "r.json"
-    regressed = _perfgate("check", "-b", str(zoo["baseline"]), "-c", str(bad), "--json", str(report))
+    regressed = _perfgate(
+        "check", "-b", str(zoo["baseline"]), "-c", str(bad), "--json", str(report)
+    )
     assert regressed.returncode == 1, regressed.stdout + regressed.stderr
     failed: dict[str, set[str]] = {}
     for kernel in json.loads(report.read_text())["results"][0]["kernels"]:
@@ -105,8 +107,10 @@ def test_dropped_metric_is_named(zoo: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_python_arguments_pass_through(zoo: dict[str, Path], tmp_path: Path) -> None:
-    script = "import sys, torch; print(sys.argv[1:]); (torch.ones(8, device='cuda') + 1).sum().item()"
-    args = ["a b", "it's \"q\"", "$HOME;ls"]
+    script = (
+        "import sys, torch; print(sys.argv[1:]); (torch.ones(8, device='cuda') + 1).sum().item()"
+    )
+    args = ["a b", 'it\'s "q"', "$HOME;ls"]
     data = yaml.safe_load(zoo["baseline"].read_text())
     data["kernels"] = [{"id": "any", "match": {"regex": "elementwise"},
                         "metrics": {"duration": {"value": 1000}}}]  # fmt: skip
