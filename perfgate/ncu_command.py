@@ -8,6 +8,7 @@ kernels nobody gates are not replayed at all. Everything here is pure: no ncu, n
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline, load_baseline
 from perfgate.capture import cc_version
 from perfgate.errors import UsageError
+from perfgate.kernel_names import function_name
 from perfgate.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
 
 # The stall family a capture asks for when a baseline gates stall counters. Families 1 to 4 of
@@ -154,56 +156,55 @@ def escape_regex(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
 
 
-def _exact(kernel: KernelBaseline) -> str | None:
+# Inductor numbers its kernels per graph (perfgate.kernel_names.normalise): a renumbered kernel
+# is the same kernel to `check`, so the filter follows the number.
+_INDUCTOR = re.compile(r"^(triton_(?:poi|red|per|tem|for|mm|bmm)_\w*?)_\d+$")
+
+
+def base_name(kernel: KernelBaseline) -> str | None:
+    """The pattern of a baselined kernel's function name as ncu's `--kernel-name-base function`
+    sees it (no namespace, template arguments or parameters); None for a regex match.
+
+    Not the full demangled name: seen on an H200, the name ncu matches a demangled filter
+    against differs from the "Kernel Name" of its CSV for templates (`<(int)4, ...>` and
+    `at::native::` there, `<4, ...>` and `at::` in the CSV), so exact names miss every templated
+    kernel (tests/data/h200/capture/README.md)."""
     match = kernel.match
     if match.regex is not None:
-        return f"(?:{match.regex})"
-    if match.name is not None:
-        return f"^{escape_regex(match.name)}$"
-    if match.function is not None:
-        return _by_function(match.function)
-    return None
-
-
-def _by_function(function: str) -> str:
-    # The demangled name starts with the return type of a template ("void ns::f<...>(...)").
-    return f"(?:^|[ *&]){escape_regex(function)}(?:[<(]|$)"
-
-
-def _coarse(kernel: KernelBaseline) -> str | None:
-    match = kernel.match
-    if match.regex is not None:
-        return f"(?:{match.regex})"
-    function = match.function
-    if function is None and match.name is not None:
-        from perfgate.kernel_names import function_name
-
-        function = function_name(match.name)
-    return _by_function(function) if function else None
+        return None
+    function = match.function or (function_name(match.name) if match.name else None)
+    if not function:
+        return None
+    base = function.rsplit("::", 1)[-1]
+    inductor = _INDUCTOR.match(base)
+    if inductor:
+        return escape_regex(inductor.group(1)) + "_[0-9]+"
+    return escape_regex(base)
 
 
 def kernel_filter(
     baselines: Sequence[Baseline], extra: Sequence[str]
 ) -> tuple[str | None, list[str]]:
-    """One regex for ncu's --kernel-name: every baselined kernel, plus the user's --kernel."""
+    """One regex for ncu's --kernel-name (function base): every baselined kernel's function,
+    plus the user's --kernel patterns."""
     kernels = [k for b in baselines for k in b.kernels]
+    user = "|".join(f"({e})" for e in extra)
     if not kernels:
-        return None, []
-    notes: list[str] = []
-    for build, what in ((_exact, "exact names"), (_coarse, "function names")):
-        parts = [build(k) for k in kernels]
-        if any(p is None for p in parts):
-            return None, ["a baselined kernel has no name to filter on: profiling every kernel"]
-        alternation = "|".join(dict.fromkeys([*(p for p in parts if p), *extra]))
-        if len(alternation) <= MAX_FILTER:
-            if what != "exact names":
-                notes.append(
-                    f"the kernel filter of exact names is over {MAX_FILTER} characters: "
-                    "filtering on function names"
-                )
-            return alternation, notes
-    notes.append(f"the kernel filter would be over {MAX_FILTER} characters: profiling every kernel")
-    return ("|".join(extra) or None), notes
+        return user or None, []
+    bases = [base_name(k) for k in kernels]
+    if any(b is None for b in bases):
+        return user or None, [
+            "a baseline matches kernels by regex, which ncu cannot apply to the same names: "
+            "profiling every kernel"
+        ]
+    regex = "^(" + "|".join(dict.fromkeys(b for b in bases if b)) + ")$"
+    if user:
+        regex += "|" + user
+    if len(regex) > MAX_FILTER:
+        return user or None, [
+            f"the kernel filter would be over {MAX_FILTER} characters: profiling every kernel"
+        ]
+    return regex, []
 
 
 def _program(argv: Sequence[str]) -> tuple[str, ...]:
@@ -235,7 +236,7 @@ def build_plan(
     metrics = tuple(dict.fromkeys([*gated, *FREE_METRICS]))
     more: list[str] = []
     if options.all_kernels:
-        regex = "|".join(options.kernels) or None
+        regex = "|".join(f"({k})" for k in options.kernels) or None
     else:
         regex, more = kernel_filter(chosen, options.kernels)
     notes.extend(more)
@@ -244,7 +245,7 @@ def build_plan(
         "--replay-mode", options.replay_mode, "--metrics", ",".join(metrics),
     ]  # fmt: skip
     if regex:
-        cmd += ["--kernel-name-base", "demangled", "--kernel-name", f"regex:{regex}"]
+        cmd += ["--kernel-name-base", "function", "--kernel-name", f"regex:{regex}"]
     if options.launch_skip is not None:
         cmd += ["--launch-skip", str(options.launch_skip)]
     if options.launch_count is not None:
