@@ -5,7 +5,8 @@
 set -u
 R=$PWD; D=$R/.dev13; W=/tmp/w5; mkdir -p $W
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-rm -rf perfgate && cp -r $D/perfgate perfgate && cp $D/tests_gpu/*.py tests/gpu/
+# On the lent device (a copy of main), the branch under test travels in .dev13/.
+if [ -d "$D/perfgate" ]; then rm -rf perfgate && cp -r $D/perfgate perfgate && cp $D/tests_gpu/*.py tests/gpu/; fi
 export PYTHONPATH=/tmp/site:$R PYTHONUNBUFFERED=1
 PG="python3 -m perfgate"
 T() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "TIME $(awk "BEGIN{print $(date +%s.%N)-$s}") rc=$rc :: $*" | cut -c1-220 | tee -a $W/times.txt; return $rc; }
