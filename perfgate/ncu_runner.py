@@ -165,12 +165,12 @@ def run_capture(
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.perfgate-", dir=out.parent))
     report = work / "report"
     log = work / "ncu.log"
-    plan = build_plan(options, str(report), str(log))
-    for note in plan.notes:
-        stream.write(f"perfgate: note: {note}\n")
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    t0 = time.monotonic()
     try:
+        plan = build_plan(options, str(report), str(log))
+        for note in plan.notes:
+            stream.write(f"perfgate: note: {note}\n")
+        started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        t0 = time.monotonic()
         scan, early, rc = _profile(plan, log, stream)
         wall = time.monotonic() - t0
         log_text = log.read_text("utf-8", "replace") if log.exists() else "\n".join(early)
@@ -250,9 +250,7 @@ def _profile(
     scan = ncu_log.LogScan()
     early: list[str] = []
     try:
-        proc = subprocess.Popen(
-            list(plan.profile), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
-        )
+        proc = subprocess.Popen(list(plan.profile), stdout=subprocess.PIPE)
     except OSError as exc:
         raise UsageError(f"cannot start ncu: {exc.strerror or exc}", plan.profile[0]) from exc
     assert proc.stdout is not None

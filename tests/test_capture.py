@@ -357,3 +357,13 @@ def test_filter_follows_inductor_renumbering() -> None:
     assert pattern and re.fullmatch(pattern, renamed)  # so the filter profiles the new number
     plain = base_name(KernelBaseline("k", KernelMatch(name="my_kernel_2(int)"), ()))
     assert plain and not re.fullmatch(plain, "my_kernel_3")  # not Inductor: exact
+
+
+def test_a_bad_baseline_leaves_no_temporary_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kernels: [")
+    out = tmp_path / "out" / "cap.csv"
+    proc = perfgate("capture", "-b", str(bad), "-o", str(out), "--ncu", FAKE_NCU, "--", "true",
+                    env=_fake("ok.log"))  # fmt: skip
+    assert proc.returncode == 2 and "bad.yaml" in proc.stderr
+    assert list(out.parent.iterdir()) == []
