@@ -449,3 +449,123 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
         f"{STALL_PREFIX + '<reason>':<28} noisy  default  {bound:<24} "
         f"Share of one stall reason ({cold}: +25 points)"
     )
+
+
+@main.command(
+    "capture",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option(
+    "--baseline", "-b", "baselines", required=True, multiple=True, type=click.Path(),
+    help="Baseline file or directory of them (*.yaml, *.yml); repeatable. Its metrics and "
+    "kernels decide what ncu collects.",
+)  # fmt: skip
+@click.option(
+    "--output", "-o", default="capture.csv", show_default=True, type=click.Path(),
+    help="Capture to write (ncu's raw CSV page); ncu's log goes to OUTPUT.log, the run's "
+    "metadata to OUTPUT.meta.json.",
+)  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Print the ncu command and run nothing.")
+@click.option(
+    "--replay-mode", type=click.Choice(("kernel", "application")), default="kernel",
+    show_default=True, help="ncu's replay mode (application: the program runs once per pass).",
+)  # fmt: skip
+@_kernels_option
+@click.option("--launch-skip", type=click.IntRange(min=0), help="ncu --launch-skip N.")
+@click.option("--launch-count", type=click.IntRange(min=1), help="ncu --launch-count N.")
+@click.option(
+    "--nvtx-include", "nvtx_include", multiple=True,
+    help="Only kernels in this NVTX range (ncu --nvtx-include; repeatable).",
+)  # fmt: skip
+@click.option(
+    "--all-kernels", is_flag=True,
+    help="Profile every kernel, not only the baselined ones (costs more; shows new kernels).",
+)  # fmt: skip
+@click.option(
+    "--allow-program-failure", is_flag=True,
+    help="Write the capture even when the program exits non-zero (still reported).",
+)  # fmt: skip
+@click.option("--keep-report", is_flag=True, help="Keep ncu's report as OUTPUT.ncu-rep.")
+@click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
+@click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
+@_guard
+def capture_command(
+    baselines: tuple[str, ...],
+    output: str,
+    dry_run: bool,
+    replay_mode: str,
+    kernels: tuple[str, ...],
+    launch_skip: int | None,
+    launch_count: int | None,
+    nvtx_include: tuple[str, ...],
+    all_kernels: bool,
+    allow_program_failure: bool,
+    keep_report: bool,
+    ncu: str,
+    program: tuple[str, ...],
+) -> None:
+    """Run PROGRAM under ncu, collecting only what the baselines gate:
+
+    \b
+      perfgate capture -b baselines/ -o cap.csv -- ./app --size 4096
+      perfgate capture -b b.yaml --dry-run -- python3 bench.py "two words"
+
+    The program and its arguments are passed to ncu as they are (no shell). Exit 2 when ncu
+    or the program fails, no kernel was profiled, or a gated metric came back absent."""
+    from perfgate.ncu_command import CaptureOptions
+
+    options = CaptureOptions(
+        baselines, tuple(program), output=output, replay_mode=replay_mode, kernels=kernels,
+        launch_skip=launch_skip, launch_count=launch_count, nvtx_include=nvtx_include,
+        all_kernels=all_kernels, ncu=ncu, allow_program_failure=allow_program_failure,
+        keep_report=keep_report,
+    )  # fmt: skip
+    if dry_run:
+        from perfgate.ncu_runner import dry_run as plan_only
+
+        plan = plan_only(options)
+        for note in plan.notes:
+            click.echo(f"note: {note}", err=True)
+        click.echo(plan.shell_text())
+        click.echo(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
+        return
+    from perfgate.ncu_runner import run_capture
+
+    result = run_capture(options)
+    passes = sorted(set(result.passes))
+    shown = "/".join(map(str, passes)) if passes else "?"
+    click.echo(
+        f"wrote {result.output}: {result.launches} launch(es), {shown} replay passes per "
+        f"kernel, {result.wall_s:.1f} s (log {result.log}, metadata {result.meta})"
+    )
+    for line in result.warnings:
+        click.echo(f"perfgate: warning: {line}", err=True)
+    if result.absent:
+        _fail(
+            [f"{result.output}: {len(result.absent)} gated metric(s) came back absent; see the "
+             "warnings above"],
+            ExitCode.INPUT_ERROR,
+        )  # fmt: skip
+
+
+@main.command(
+    "doctor",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option(
+    "--baseline", "-b", "baselines", multiple=True, type=click.Path(),
+    help="Baselines whose metrics the sanity capture must prove (file or directory).",
+)  # fmt: skip
+@click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to check.")
+@click.argument("program", nargs=-1, type=click.UNPROCESSED)
+@_guard
+def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...]) -> None:
+    """Check that this machine can capture: ncu and its version, the GPU, its driver and
+    compute capability, counter permission, MIG, and (with -b and a program after --) a
+    one-launch capture proving each gated metric returns data. Exit 2 on any problem."""
+    from perfgate.doctor import failed, render, run_doctor
+
+    checks = run_doctor(ncu, baselines, program)
+    click.echo(render(checks), nl=False)
+    if failed(checks):
+        sys.exit(int(ExitCode.INPUT_ERROR))

@@ -16,6 +16,7 @@ from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
 from perfgate.measure import Measured, Unavailable, measure, rule_speedups
+from perfgate.metric_names import absent_note
 from perfgate.thresholds import (
     CategoricalCheck,
     Outcome,
@@ -92,7 +93,9 @@ def _compare_metric(
         needed = ""
         if measured.needed:
             more = ", ..." if len(measured.needed) > 4 else ""
-            needed = f" (needs {', '.join(measured.needed[:4])}{more})"
+            needed = f" (needs {', '.join(measured.needed[:4])}{more})" + absent_note(
+                measured.needed[:4], capture.columns, next((la.cc for la in launches), None)
+            )
         return replace(base, state=State.MISSING_METRIC, message=measured.reason + needed), None
     threshold, check = bounds(defn, metric, baseline)
     if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""A stand-in for ncu in CI (no GPU): replays real ncu texts recorded on an H200
+(tests/data/h200/capture/) in the mode perfgate capture runs ncu in.
+
+FAKE_NCU_LOG names the log to replay into --log-file, FAKE_NCU_CSV the import output,
+FAKE_NCU_RC the exit code, FAKE_NCU_STDOUT text printed on stdout before the log opens (an
+option error). The program is run for real, so its output and arguments can be checked.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--version"]:
+        sys.stdout.write(Path(os.environ["FAKE_NCU_VERSION"]).read_text())
+        return 0
+    if argv[:1] == ["--import"]:
+        sys.stdout.write(Path(os.environ["FAKE_NCU_CSV"]).read_text())
+        return 0
+    Path(os.environ.get("FAKE_NCU_ARGV", os.devnull)).write_text("\n".join(argv))
+    if "FAKE_NCU_STDOUT" in os.environ:
+        sys.stdout.write(Path(os.environ["FAKE_NCU_STDOUT"]).read_text())
+        return int(os.environ.get("FAKE_NCU_RC", "1"))
+    options_with_value = {
+        "--clock-control", "--target-processes", "--replay-mode", "--metrics",
+        "--kernel-name-base", "--kernel-name", "--launch-skip", "--launch-count",
+        "--nvtx-include", "--export", "--log-file",
+    }  # fmt: skip
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in options_with_value:
+            values[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            i += 1
+    program = argv[i:]
+    subprocess.run(program, check=False)
+    Path(values["--log-file"]).write_text(Path(os.environ["FAKE_NCU_LOG"]).read_text())
+    Path(values["--export"] + ".ncu-rep").write_bytes(b"NVIDIA-report")
+    return int(os.environ.get("FAKE_NCU_RC", "0"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

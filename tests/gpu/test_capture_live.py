@@ -1,0 +1,129 @@
+"""`perfgate capture` and `perfgate doctor` on a real GPU: the zoo captured with only what a
+baseline gates, checked against that baseline (good build passes, regressed build fails on the
+expected metrics), and the failures ncu hides behind exit code 0 said loudly.
+
+Run on a machine with an NVIDIA GPU, nvcc and ncu:  pytest -m gpu tests/gpu/test_capture_live.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.zoo.expectations import unmet
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+ZOO = ROOT / "tests" / "zoo" / "zoo.cu"
+GOOD_RUNS = [ROOT / "tests/data/h200/real" / f"start2-zoo-good-run{i}.csv" for i in (1, 2, 3)]
+
+
+def _perfgate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("zoo")
+    nvcc = shutil.which("nvcc")
+    assert nvcc, "GPU tests need nvcc on PATH"
+    bins = {}
+    for variant, flags in (("good", []), ("bad", ["-DPERFGATE_REGRESSED"])):
+        exe = out / f"zoo_{variant}"
+        subprocess.run([nvcc, "-O3", "-arch=sm_90", *flags, "-o", str(exe), str(ZOO)], check=True)
+        bins[variant] = exe
+    baseline = out / "zoo.yaml"
+    args = [a for run in GOOD_RUNS for a in ("-c", str(run))]
+    rec = _perfgate("baseline", "record", *args, "-o", str(baseline))
+    assert rec.returncode == 0, rec.stderr
+    bins["baseline"] = baseline
+    return bins
+
+
+def test_capture_checks_against_the_baseline(zoo: dict[str, Path], tmp_path: Path) -> None:
+    good = tmp_path / "good.csv"
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(good), "--", str(zoo["good"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    meta = json.loads(Path(f"{good}.meta.json").read_text())
+    assert meta["program_exit_code"] == 0 and meta["clock_control"] == "none"
+    assert meta["passes"] and max(meta["passes"]) <= 9, meta["passes"]
+    assert "==PROF==" in Path(f"{good}.log").read_text()
+    assert "perfgate zoo" not in good.read_text()  # the program's output stays out
+    same = _perfgate("check", "-b", str(zoo["baseline"]), "-c", str(good))
+    assert same.returncode == 0, same.stdout + same.stderr
+
+    bad = tmp_path / "bad.csv"
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(bad), "--", str(zoo["bad"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = tmp_path / "r.json"
+    regressed = _perfgate(
+        "check", "-b", str(zoo["baseline"]), "-c", str(bad), "--json", str(report)
+    )
+    assert regressed.returncode == 1, regressed.stdout + regressed.stderr
+    failed: dict[str, set[str]] = {}
+    for kernel in json.loads(report.read_text())["results"][0]["kernels"]:
+        for c in kernel["comparisons"]:
+            if c["state"] == "regressed":
+                failed.setdefault(kernel["kernel"], set()).add(c["metric"])
+    assert unmet(failed) == [], failed
+
+
+def test_no_kernels_is_an_error(zoo: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "none.csv"
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "--all-kernels", "-k", "^nothing$",
+                     "-o", str(out), "--", str(zoo["good"]))  # fmt: skip
+    assert proc.returncode == 2
+    assert "profiled no kernels" in proc.stderr and "zoo_coalescing" in proc.stderr
+    assert not out.exists()
+
+
+def test_program_failure_is_loud(zoo: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "fail.csv"
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(out), "--",
+                     str(zoo["good"]), "--fail")  # fmt: skip
+    assert proc.returncode == 2
+    assert "exited with code 3" in proc.stderr
+    assert not out.exists()
+    assert json.loads(Path(f"{out}.meta.json").read_text())["program_exit_code"] == 3
+
+
+def test_dropped_metric_is_named(zoo: dict[str, Path], tmp_path: Path) -> None:
+    data = yaml.safe_load(zoo["baseline"].read_text())
+    data["kernels"][0]["metrics"]["fb__bytes_read.sum"] = {"value": 1}
+    odd = tmp_path / "odd.yaml"
+    odd.write_text(yaml.safe_dump(data))
+    out = tmp_path / "odd.csv"
+    proc = _perfgate("capture", "-b", str(odd), "-o", str(out), "--", str(zoo["good"]))
+    assert proc.returncode == 2
+    assert "fb__bytes_read.sum: absent" in proc.stderr and "dram__bytes_read.sum" in proc.stderr
+
+
+def test_python_arguments_pass_through(zoo: dict[str, Path], tmp_path: Path) -> None:
+    script = (
+        "import sys, torch; print(sys.argv[1:]); (torch.ones(8, device='cuda') + 1).sum().item()"
+    )
+    args = ["a b", 'it\'s "q"', "$HOME;ls"]
+    data = yaml.safe_load(zoo["baseline"].read_text())
+    data["kernels"] = [{"id": "any", "match": {"regex": "elementwise"},
+                        "metrics": {"duration": {"value": 1000}}}]  # fmt: skip
+    any_kernel = tmp_path / "any.yaml"
+    any_kernel.write_text(yaml.safe_dump(data))
+    out = tmp_path / "py.csv"
+    proc = _perfgate("capture", "-b", str(any_kernel), "-o", str(out), "--",
+                     sys.executable, "-c", script, *args)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert repr(args) in proc.stderr  # the program's stdout, passed through untouched
+
+
+def test_doctor_proves_the_metrics(zoo: dict[str, Path]) -> None:
+    proc = _perfgate("doctor", "-b", str(zoo["baseline"]), "--", str(zoo["good"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[  ok] sanity capture" in proc.stdout
