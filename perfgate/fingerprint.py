@@ -115,7 +115,12 @@ def of_capture(
     files = sorted({la.source for la in capture.launches if launch_key(la) == key})
     metas = metas if metas is not None else {p: read_meta(p) for p in files}
     chosen = [metas[p] for p in files if p in metas]
-    notes: list[str] = []
+    notes: list[str] = [
+        f"{p}: the program exited with code {metas[p].program_exit_code} while it was "
+        "captured (perfgate capture --allow-program-failure): kernels may be missing or partial"
+        for p in files
+        if p in metas and metas[p].program_exit_code not in (None, 0)
+    ]
     fp = Fingerprint(
         gpu=key[0],
         cc=key[1],

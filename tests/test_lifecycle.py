@@ -441,3 +441,33 @@ def test_validate_takes_a_directory_of_baselines() -> None:
     assert [line.split(":")[0] for line in proc.stdout.splitlines()] == [
         f"ok {folder / name}" for name in ("torch.yaml", "zoo-full.yaml", "zoo.yaml")
     ]
+
+
+def test_a_capture_made_by_perfgate_capture_gives_the_whole_fingerprint(tmp_path: Path) -> None:
+    # Real: `perfgate capture` of the PyTorch model on an H200, with its sidecars.
+    made = ROOT / "tests" / "data" / "h200" / "capture"
+    captures = (str(made / "torch-capture.csv"), str(made / "torch-capture-2.csv"))
+    fp = load_baseline(record_to(tmp_path / "b.yaml", captures)).fingerprint
+    assert fp is not None
+    assert (fp.gpu, fp.cc, fp.ncu, fp.driver, fp.clock_control) == (
+        "NVIDIA H200", "9.0", "2025.3.1.0", "580.159.04", "none",
+    )  # fmt: skip
+    assert fp.stall_family == "per_issue_active"  # the family perfgate capture asks for
+
+
+def test_a_capture_of_a_failed_program_is_checked_with_a_warning(
+    flash: Path, tmp_path: Path
+) -> None:
+    # A real capture with a sidecar saying the program failed (the code is synthetic: the
+    # committed failed runs wrote no capture).
+    src = h200("start2-torch-flash-run1.csv")
+    target = tmp_path / "cap.csv"
+    shutil.copyfile(src, target)
+    Path(f"{target}.meta.json").write_text(
+        json.dumps({"perfgate_capture": 1, "program_exit_code": 3})
+    )
+    report = run_check(CheckRequest((str(flash),), (str(target),)))
+    assert any(
+        w.startswith(f"{target}: the program exited with code 3")
+        for w in report.results[0].warnings
+    )

@@ -31,6 +31,7 @@ class CaptureMeta:
     cc: str | None = None
     clock_control: str | None = None
     replay_mode: str | None = None
+    program_exit_code: int | None = None  # the captured program's own exit code
 
 
 def sidecar_path(capture_path: str) -> Path:
@@ -61,4 +62,7 @@ def read_meta(capture_path: str) -> CaptureMeta:
         if value is not None and not isinstance(value, str):
             raise CaptureError(f"{key} must be a string or null, not {value!r}", path)
         values[key] = value
-    return CaptureMeta(str(path), **values)
+    code = doc.get("program_exit_code")
+    if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
+        raise CaptureError(f"program_exit_code must be an integer or null, not {code!r}", path)
+    return CaptureMeta(str(path), **values, program_exit_code=code)
