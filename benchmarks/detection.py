@@ -54,6 +54,13 @@ WORKLOADS = (
         )
         for w in ("torch-flash", "compiled-a", "triton-good", "changes-base")
     ),
+    # A third machine start, captured by `perfgate capture` (its own metric list and stall
+    # family) rather than by hand: what a team switching to it meets.
+    Workload(
+        "H200 torch-flash, 3rd start via perfgate capture",
+        tuple(H200 / f"torch-flash-run{i}.csv" for i in (1, 2, 3)),
+        tuple(H200.parent / "capture" / f"torch-capture{s}.csv" for s in ("", "-2")),
+    ),
     *(
         Workload(
             f"H100 {w}",
