@@ -309,7 +309,8 @@ def check_command(
         from perfgate.reports import REPORTERS
 
         output = REPORTERS[fmt].render(report)
-    click.echo(output, nl=False)
+    # click strips escape codes from what is not a terminal unless told: colour was decided.
+    click.echo(output, nl=False, color=settings.colour and fmt == "text")
     if code is not report.exit_code and not settings.quiet:
         click.echo(
             f"perfgate: the gate {'failed' if report.exit_code else 'passed'}; exit "
