@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import cli
+from perfgate import __version__, cli
 from perfgate.reports import REPORTERS
 from tests.conftest import ROOT, data
 
@@ -191,7 +191,7 @@ def test_version_and_help_are_fast_and_do_not_import_pandas() -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert proc.stdout.strip().endswith("False")
-    assert perfgate("--version").stdout.strip() == "perfgate, version 0.1.0"
+    assert perfgate("--version").stdout.strip() == f"perfgate, version {__version__}"
 
 
 def test_internal_errors_exit_3_without_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
