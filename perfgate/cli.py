@@ -248,7 +248,7 @@ def check_command(
         github_environment,
         parse_fail_on,
         policy_exit_code,
-        repository_paths,
+        report_files,
         run_check,
         write_reports,
         write_step_outputs,
@@ -265,7 +265,7 @@ def check_command(
         junit=junit_path, markdown=markdown_path, json=json_path, pr_comment=pr_comment_path,
         step_summary=gh.step_summary if use_github else None,
         github_output=gh.output if use_github else None,
-        files=repository_paths(baselines, gh.workspace),
+        repository_root=gh.workspace,
         junit_locations=junit_locations,
     )  # fmt: skip
     level: github_report.Level = "error" if policy else "warning"
@@ -275,7 +275,8 @@ def check_command(
         # hands both streams to one command parser): they go to stderr, so that stdout stays
         # exactly the format asked for. With --format github they are the stdout.
         if use_github and fmt != "github":
-            click.echo(github_report.render(report, outputs.files, level), nl=False, err=True)
+            files = report_files(report, gh.workspace)
+            click.echo(github_report.render(report, files, level), nl=False, err=True)
 
     try:
         report = run_check(CheckRequest(baselines, captures, report_new_kernels=not no_new_kernels))
@@ -302,9 +303,10 @@ def check_command(
 
             output = paint(output)
     elif fmt == "github":
-        output = github_report.render(report, outputs.files, level)
+        output = github_report.render(report, report_files(report, gh.workspace), level)
     elif fmt == "junit":
-        output = junit.render(report, outputs.files, locations=junit_locations)
+        files = report_files(report, gh.workspace)
+        output = junit.render(report, files, locations=junit_locations)
     else:
         from perfgate.reports import REPORTERS
 

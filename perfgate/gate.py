@@ -6,8 +6,7 @@ from __future__ import annotations
 import enum
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline import Baseline, dump_baseline, load_baseline
@@ -61,8 +60,9 @@ class ReportOutputs:
     pr_comment: str | None = None
     step_summary: str | None = None  # GitHub's $GITHUB_STEP_SUMMARY, appended to
     github_output: str | None = None  # GitHub's $GITHUB_OUTPUT: verdict and counts, appended
-    # Baseline path as given -> as it reads from the repository root (annotations, JUnit).
-    files: Mapping[str, str] = field(default_factory=dict)
+    # Annotations and JUnit name baseline files relative to this directory (the repository
+    # root: GITHUB_WORKSPACE, else the working directory); None: as the results name them.
+    repository_root: str | None = None
     junit_locations: bool = True  # JUnit file/line attributes (not in junit-10.xsd)
 
 
@@ -132,7 +132,8 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
 
 def write_reports(report: Report, outputs: ReportOutputs) -> None:
     if outputs.junit:
-        text = junit.render(report, outputs.files, locations=outputs.junit_locations)
+        files = report_files(report, outputs.repository_root)
+        text = junit.render(report, files, locations=outputs.junit_locations)
         write_text_atomic(outputs.junit, text)
     if outputs.json:
         write_text_atomic(outputs.json, json_report.render(report))
@@ -264,6 +265,14 @@ def github_outputs() -> tuple[bool, str | None]:
     """Whether this runs under GitHub Actions, and its step-summary file."""
     gh = github_environment()
     return gh.active, gh.step_summary
+
+
+def report_files(report: Report, root: str | None) -> dict[str, str]:
+    """Each baseline file the report judged with (a directory given on the command line is
+    expanded by then) -> its path relative to `root`."""
+    if root is None:
+        return {}
+    return repository_paths(tuple(r.baseline_path for r in report.results), root)
 
 
 def repository_paths(paths: tuple[str, ...], root: str) -> dict[str, str]:

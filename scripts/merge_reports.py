@@ -23,7 +23,9 @@ LIMIT = 65_536
 
 
 def _label(directory: Path) -> str:
-    return directory.name.removeprefix("perfgate-") or directory.name
+    # The artifacts' names (perfgate-gpu-h100) or plain directories (perfgate-h100, h100).
+    name = directory.name.removeprefix("perfgate-gpu-").removeprefix("perfgate-")
+    return name or directory.name
 
 
 def merge_junit(files: list[Path]) -> str:

@@ -79,10 +79,17 @@ def test_colour_only_where_asked_and_never_with_no_color() -> None:
     assert "\x1b[" not in never.stdout
     # Colour is a last pass over the text: take the escapes out and it is the plain report.
     plain = perfgate("check", "-b", ZOO, "-c", BAD)
-    assert forced.stdout.replace("\x1b[1;31m", "").replace("\x1b[0m", "").replace(
-        "\x1b[1;32m", ""
-    ).replace("\x1b[33m", "") == plain.stdout
-    assert paint("perfgate check PASSED: 1 passed") == "perfgate check \x1b[1;32mPASSED\x1b[0m: 1 passed"
+    assert (
+        forced.stdout.replace("\x1b[1;31m", "")
+        .replace("\x1b[0m", "")
+        .replace("\x1b[1;32m", "")
+        .replace("\x1b[33m", "")
+        == plain.stdout
+    )
+    assert (
+        paint("perfgate check PASSED: 1 passed")
+        == "perfgate check \x1b[1;32mPASSED\x1b[0m: 1 passed"
+    )
 
 
 def test_machine_formats_are_never_coloured() -> None:
@@ -116,9 +123,7 @@ def test_metrics_table_has_a_header_and_aligned_columns() -> None:
     assert all(line.index("from: ") == starts[0] for line in sources)
 
 
-@pytest.mark.parametrize(
-    ("n", "expected"), [(0, "0 kernels"), (1, "1 kernel"), (2, "2 kernels")]
-)
+@pytest.mark.parametrize(("n", "expected"), [(0, "0 kernels"), (1, "1 kernel"), (2, "2 kernels")])
 def test_counts_agree_with_their_number(n: int, expected: str) -> None:
     assert counted(n, "kernel") == expected
 

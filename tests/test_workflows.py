@@ -316,7 +316,7 @@ def test_install_step_refuses_versions_that_are_not_versions(tmp_path: Path) -> 
 def test_merge_reports_one_junit_and_one_comment(tmp_path: Path) -> None:
     merge = _script("merge_reports")
     for gpu, capture in (("h100", "zoo-bad-short-run1.csv"), ("h200", "zoo-good-short-run2.csv")):
-        d = tmp_path / f"perfgate-{gpu}"
+        d = tmp_path / f"perfgate-gpu-{gpu}"
         subprocess.run(
             [sys.executable, "-m", "perfgate", "check", "-b", "baselines/h100/zoo.yaml",
              "-c", str(data(capture)), "--junit", str(d / "junit.xml"),
@@ -326,8 +326,8 @@ def test_merge_reports_one_junit_and_one_comment(tmp_path: Path) -> None:
     assert (
         merge.main(
             [
-                str(tmp_path / "perfgate-h100"),
-                str(tmp_path / "perfgate-h200"),
+                str(tmp_path / "perfgate-gpu-h100"),
+                str(tmp_path / "perfgate-gpu-h200"),
                 "--out",
                 str(tmp_path / "m"),
             ]
