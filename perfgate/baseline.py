@@ -122,6 +122,9 @@ class KernelBaseline:
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
     history: tuple[HistoryEntry, ...] = ()
+    # The 1-based line of the kernel's entry in the baseline file: annotations and JUnit
+    # point there, so they land on the pull request's diff. None: not loaded from a file.
+    line: int | None = None
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:
@@ -496,12 +499,25 @@ def parse_baseline(text: str, name: str) -> Baseline:
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
     if problems:
         raise _problem(name, problems[0], problems)
-    return _build(data, name)
+    return _build(data, name, _kernel_lines(root))
 
 
-def _build(data: Mapping[str, Any], path: str) -> Baseline:
+def _kernel_lines(root: yaml.Node | None) -> list[int]:
+    """The line of each entry under `kernels:`, read off the nodes the loader already built
+    (one look at the top-level keys, one per kernel: loading cost stays flat)."""
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        is_kernels = isinstance(key, yaml.ScalarNode) and key.value == "kernels"
+        if is_kernels and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
+def _build(data: Mapping[str, Any], path: str, lines: list[int] | None = None) -> Baseline:
     kernels = []
-    for kernel in data["kernels"]:
+    lines = lines or []
+    for i, kernel in enumerate(data["kernels"]):
         metrics = []
         for metric, entry in kernel["metrics"].items():
             threshold, check = _override(entry.get("threshold"))
@@ -557,6 +573,7 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                     )
                     for h in kernel.get("history") or ()
                 ),
+                line=lines[i] if i < len(lines) else None,
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}

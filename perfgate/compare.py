@@ -344,6 +344,7 @@ def _judge_kernel(
         family=family,
         nvtx=kernel.match.nvtx,
         matched_by=how.split(":")[0] if changed else how,
+        line=kernel.line,
     )
 
 
@@ -415,6 +416,7 @@ def _missing(
         related=related,
         family=family,
         nvtx=kernel.match.nvtx,
+        line=kernel.line,
     )
 
 

@@ -3,6 +3,7 @@ write the reports. The CLI builds the requests; this module never touches click.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from perfgate.baseline import dump_baseline, load_baseline, parse_baseline
 from perfgate.baseline_set import assign, expand
 from perfgate.compare import CheckSettings, check
 from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
-from perfgate.errors import UsageError
+from perfgate.errors import ExitCode, UsageError
 from perfgate.fileio import write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.kernels import group_launches, readable_ids, select
@@ -21,7 +22,7 @@ from perfgate.record import RecordResult, RecordSettings, record
 from perfgate.reports import json_report, junit, markdown, svg
 from perfgate.review import BaselineDiff, BaselineView, diff, view
 from perfgate.values import check_values
-from perfgate.verdict import KernelState, Report
+from perfgate.verdict import KernelState, Report, _never
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,11 @@ class ReportOutputs:
     json: str | None = None
     pr_comment: str | None = None
     step_summary: str | None = None  # GitHub's $GITHUB_STEP_SUMMARY, appended to
+    github_output: str | None = None  # GitHub's $GITHUB_OUTPUT: verdict and counts, appended
+    # Annotations and JUnit name baseline files relative to this directory (the repository
+    # root: GITHUB_WORKSPACE, else the working directory); None: as the results name them.
+    repository_root: str | None = None
+    junit_locations: bool = True  # JUnit file/line attributes (not in junit-10.xsd)
 
 
 def run_check(request: CheckRequest) -> Report:
@@ -203,7 +209,9 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
 
 def write_reports(report: Report, outputs: ReportOutputs) -> None:
     if outputs.junit:
-        write_text_atomic(outputs.junit, junit.render(report))
+        files = report_files(report, outputs.repository_root)
+        text = junit.render(report, files, locations=outputs.junit_locations)
+        write_text_atomic(outputs.junit, text)
     if outputs.json:
         write_text_atomic(outputs.json, json_report.render(report))
     if outputs.markdown:
@@ -220,16 +228,141 @@ def write_reports(report: Report, outputs: ReportOutputs) -> None:
         write_text_atomic(outputs.pr_comment, text)
     if outputs.step_summary:
         text = markdown.render(report, budget=markdown.STEP_SUMMARY_BUDGET, full_report=full)
-        # GitHub owns this file and collects what each step appends to it.
-        try:
-            with Path(outputs.step_summary).open("a", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot append to the step summary: {exc.strerror or exc}", outputs.step_summary
-            ) from exc
+        _append(outputs.step_summary, text, "the step summary")
+
+
+def write_step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCode) -> None:
+    if outputs.github_output:
+        text = step_outputs(report, outputs, exit_code)
+        _append(outputs.github_output, text, "the step outputs ($GITHUB_OUTPUT)")
+
+
+def _append(path: str, text: str, what: str) -> None:
+    # GitHub owns these files and collects what each step appends to them.
+    try:
+        with Path(path).open("a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot append to {what}: {exc.strerror or exc}", path) from exc
+
+
+VERDICTS = {ExitCode.OK: "pass", ExitCode.GATE_FAILED: "fail"}
+
+
+def step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCode) -> str:
+    """`name=value` lines for $GITHUB_OUTPUT: the gate's verdict (pass, fail, error), the exit
+    code perfgate exits with (after --fail-on), kernel counts by state and the reports
+    written. Every value is one line: numbers, words, and paths the user gave (a newline in
+    one is replaced, so it cannot start another output)."""
+    counts = report.counts()
+    values: dict[str, str | int] = {
+        "verdict": VERDICTS.get(report.exit_code, "error"),
+        "exit-code": int(exit_code),
+        "kernels": sum(n for state, n in counts.items() if state is not KernelState.NEW),
+    }
+    for state, n in counts.items():
+        values[state.value.replace(" ", "-")] = n
+    values["problems"] = len(report.problems)
+    for name in ("junit", "markdown", "json", "pr_comment"):
+        values[f"{name.replace('_', '-')}-path"] = getattr(outputs, name) or ""
+    return "".join(f"{k}={_one_line(str(v))}\n" for k, v in values.items())
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+class FailOn(enum.Enum):
+    """What fails the build (`--fail-on`); an empty set is warn-only."""
+
+    REGRESSION = "regression"
+    MISSING = "missing"
+
+
+def parse_fail_on(text: str) -> frozenset[FailOn]:
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["never"]:
+        return frozenset()
+    known = {f.value: f for f in FailOn}
+    wrong = [w for w in words if w not in known]
+    if wrong or not words:
+        raise UsageError(
+            f"--fail-on {text!r}: use regression, missing, both comma-separated, or never"
+        )
+    return frozenset(known[w] for w in words)
+
+
+def _fails(state: KernelState, policy: frozenset[FailOn]) -> bool:
+    if state is KernelState.REGRESSED:
+        return FailOn.REGRESSION in policy
+    if state is KernelState.MISSING or state is KernelState.INCOMPLETE:
+        return FailOn.MISSING in policy
+    if (
+        state is KernelState.PASS
+        or state is KernelState.IMPROVED
+        or state is KernelState.NEW
+        or state is KernelState.SKIPPED
+        or state is KernelState.ERROR  # decided as unusable input, not by the policy
+    ):
+        return False
+    _never(state)
+
+
+def policy_exit_code(report: Report, policy: frozenset[FailOn]) -> ExitCode:
+    """The exit code under --fail-on: a gate failure the policy does not fail on exits 0.
+    Unusable input (exit 2) is never relaxed: the gate could not judge."""
+    code = report.exit_code
+    if code is not ExitCode.GATE_FAILED:
+        return code
+    failing = any(_fails(v.state, policy) for v in report.verdicts)
+    return ExitCode.GATE_FAILED if failing else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class GitHubEnvironment:
+    """What GitHub Actions tells a step through its environment."""
+
+    active: bool  # GITHUB_ACTIONS=true
+    step_summary: str | None
+    output: str | None
+    workspace: str  # the repository root: GITHUB_WORKSPACE, else the working directory
+
+
+def github_environment() -> GitHubEnvironment:
+    env = os.environ
+    return GitHubEnvironment(
+        active=env.get("GITHUB_ACTIONS") == "true",
+        step_summary=env.get("GITHUB_STEP_SUMMARY") or None,
+        output=env.get("GITHUB_OUTPUT") or None,
+        workspace=env.get("GITHUB_WORKSPACE") or str(Path.cwd()),
+    )
 
 
 def github_outputs() -> tuple[bool, str | None]:
     """Whether this runs under GitHub Actions, and its step-summary file."""
-    return os.environ.get("GITHUB_ACTIONS") == "true", os.environ.get("GITHUB_STEP_SUMMARY") or None
+    gh = github_environment()
+    return gh.active, gh.step_summary
+
+
+def report_files(report: Report, root: str | None) -> dict[str, str]:
+    """Each baseline file the report judged with (a directory given on the command line is
+    expanded by then) -> its path relative to `root`."""
+    if root is None:
+        return {}
+    return repository_paths(tuple(r.baseline_path for r in report.results), root)
+
+
+def repository_paths(paths: tuple[str, ...], root: str) -> dict[str, str]:
+    """Each baseline path as GitHub and CI tools resolve it: relative to the repository root,
+    '/'-separated. A path outside the root is kept as given (an annotation there cannot land
+    on the diff, and an absolute path at least names the file)."""
+    out: dict[str, str] = {}
+    base = Path(root).resolve()
+    for path in paths:
+        try:
+            relative = Path(path).resolve().relative_to(base)
+        except (ValueError, OSError):
+            out[path] = path
+            continue
+        out[path] = relative.as_posix()
+    return out

@@ -206,6 +206,7 @@ class KernelVerdict:
     family: str | None = None
     nvtx: str | None = None
     matched_by: str = ""  # "name", "renamed", "regex", ...: how its launches were found
+    line: int | None = None  # its entry's line in the baseline file (None: a new kernel)
 
     @property
     def exit_code(self) -> ExitCode:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import cli
+from perfgate import __version__, cli
 from perfgate.reports import REPORTERS
 from tests.conftest import ROOT, data
 
@@ -191,7 +191,7 @@ def test_version_and_help_are_fast_and_do_not_import_pandas() -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert proc.stdout.strip().endswith("False")
-    assert perfgate("--version").stdout.strip() == "perfgate, version 0.1.0"
+    assert perfgate("--version").stdout.strip() == f"perfgate, version {__version__}"
 
 
 def test_internal_errors_exit_3_without_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,10 +262,20 @@ def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> No
 
     proc = run(ZOO)
     assert proc.returncode == 1
+    # Annotations go to stderr (GitHub's runner parses both streams); stdout stays the report.
+    assert "::error" not in proc.stdout
+    assert proc.stdout.startswith("perfgate check FAILED")
     # One ::error per failing kernel (8), not per failing metric; no notice under ten.
-    lines = proc.stdout.splitlines()
+    lines = proc.stderr.splitlines()
     errors = [line for line in lines if line.startswith("::error ")]
     assert len(errors) == 8 and all(" regressed::" in line for line in errors)
+    # Each points at the kernel's entry in the baseline, relative to the repository root.
+    zoo_lines = Path(ZOO).read_text().splitlines()
+    for error in errors:
+        m = re.match(r"::error file=([^,]+),line=(\d+),title=perfgate%3A (\w+) regressed::", error)
+        assert m is not None, error
+        assert m.group(1) == "baselines/h100/zoo.yaml"
+        assert zoo_lines[int(m.group(2)) - 1] == f"- id: {m.group(3)}"
     assert not any(line.startswith("::notice ") for line in lines)
     text = summary.read_text()
     assert text.startswith("earlier step\n### ❌ perfgate: FAILED")  # appended, not replaced
@@ -274,7 +284,7 @@ def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> No
     # of which GitHub is shown ten, worst first (regressions before missing kernels).
     many = run(ZOO, str(_h200_copy(tmp_path)))
     assert many.returncode == 1
-    lines = many.stdout.splitlines()
+    lines = many.stderr.splitlines()
     errors = [line for line in lines if line.startswith("::error ")]
     assert len(errors) == 10
     assert [" regressed::" in e for e in errors] == [True] * 8 + [False] * 2

@@ -344,7 +344,7 @@ def test_pr_comment_has_a_stable_marker_and_fits_a_comment() -> None:
 def test_junit_validates_against_the_strict_schema_and_counts_add_up(
     zoo_report: Report, tmp_path: Path
 ) -> None:
-    xml = junit.render(zoo_report)
+    xml = junit.render(zoo_report, locations=False)
     assert "disabled=" not in xml
     xmlschema.XMLSchema(str(XSD)).validate(xml)
     path = tmp_path / "junit.xml"
@@ -382,7 +382,7 @@ def test_junit_one_suite_per_baseline_and_input_problems_as_errors(tmp_path: Pat
     torch = check(
         load_baseline(BASELINES / "torch.yaml"), read_capture(data("torch-short-run1.csv"))
     )
-    xml = junit.render(Report((zoo, torch)))
+    xml = junit.render(Report((zoo, torch)), locations=False)
     xmlschema.XMLSchema(str(XSD)).validate(xml)
     suites = list(ET.fromstring(xml).iter("testsuite"))
     assert [s.get("name") for s in suites] == [
@@ -499,7 +499,9 @@ def test_annotations_ten_worst_first_then_one_notice() -> None:
     assert lines[-1] == (
         "::notice title=perfgate::3 more failing kernels; see the step summary or the JUnit report"
     )
-    titles = [re.match(r"::error title=perfgate%3A (\S+) (\w+)::", e).groups() for e in errors]  # type: ignore[union-attr]
+    titles = [
+        re.match(r"::error file=b.yaml,title=perfgate%3A (\S+) (\w+)::", e).groups() for e in errors
+    ]  # type: ignore[union-attr]
     # Worst first: an error (the gate could not judge), then regressions by how much failed,
     # then missing kernels; what is left over is counted in the notice.
     assert titles == [
@@ -513,7 +515,10 @@ def test_annotations_ten_worst_first_then_one_notice() -> None:
 def test_annotations_of_a_real_check_one_per_failing_kernel(zoo_report: Report) -> None:
     lines = github.render(zoo_report).splitlines()
     assert len(lines) == len(ZOO_BROKEN)  # fewer than ten: no notice
-    kernels = [re.match(r"::error title=perfgate%3A (\w+) regressed::", e) for e in lines]
+    kernels = [
+        re.match(r"::error file=\S+/zoo.yaml,line=\d+,title=perfgate%3A (\w+) regressed::", e)
+        for e in lines
+    ]
     assert all(kernels) and {m.group(1) for m in kernels if m} == ZOO_BROKEN
     # Worst first: the kernel that broke the most metrics leads, and so on down.
     failing = {v.kernel: len(v.failing) for v in zoo_report.verdicts}
@@ -527,7 +532,9 @@ def test_annotation_escaping_matches_githubs_toolkit() -> None:
     assert github.escape_property("k<1, 2>: x") == "k<1%2C 2>%3A x"
     c = Comparison("k, v", "m:x", State.MISSING_METRIC, 1.0, None, message="line1\nline2 100%")
     line = github.render(_report([_verdict("k, v", [c])])).strip()
-    assert line == "::error title=perfgate%3A k%2C v incomplete::m:x: line1%0Aline2 100%25"
+    assert line == (
+        "::error file=b.yaml,title=perfgate%3A k%2C v incomplete::m:x: line1%0Aline2 100%25"
+    )
     problem = github.render(Report(problems=("a.csv: 100%\nbroken",))).strip()
     assert problem == "::error title=perfgate%3A input::a.csv: 100%25%0Abroken"
 

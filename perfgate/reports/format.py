@@ -35,6 +35,11 @@ _SILENT_UNITS = {
 }  # fmt: skip
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 kernel', '3 kernels', '2 more failing kernels': the noun's last word agrees."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def number(value: float, unit: str = "") -> str:
     """A value with its unit, scaled for reading: 13632 ns -> '13.63 us'."""
     if math.isnan(value) or math.isinf(value):

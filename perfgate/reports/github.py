@@ -4,12 +4,26 @@
 properties (title=...) additionally with %3A for ':' and %2C for ','. One `::error` per failing
 kernel, leading with its root cause and lever, at most ten, worst first, then one `::notice`
 saying how many more there are: GitHub shows only the first ten errors of a step anyway.
+
+Each annotation points at the baseline file and the line of the kernel's entry
+(`file=baselines/h100/zoo.yaml,line=12`), relative to the repository root, so GitHub shows it
+on the pull request's diff when the baseline changed and in the checks tab otherwise. `files`
+maps a baseline path as given on the command line to that repository-relative path (the CLI
+resolves it against GITHUB_WORKSPACE); without it the path is used as given.
+
+In warn-only mode (`level="warning"`) the gate's findings are `::warning`s: reported, not
+read as a failure. Unusable input stays an `::error` (it still exits 2).
 """
 
 from __future__ import annotations
 
-from perfgate.reports.format import headline
-from perfgate.verdict import KernelState, KernelVerdict, Report
+from collections.abc import Mapping
+from typing import Literal
+
+from perfgate.reports.format import counted, headline
+from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
+
+Level = Literal["error", "warning"]
 
 MAX_ERRORS = 10
 _FAILING = (
@@ -32,20 +46,42 @@ def _worst_first(v: KernelVerdict) -> tuple[int, int]:
     return _FAILING.index(v.state), -len(v.failing)
 
 
-def render(report: Report) -> str:
+def location(
+    result: CheckResult, verdict: KernelVerdict, files: Mapping[str, str] | None = None
+) -> tuple[str, int | None]:
+    """Where a kernel's finding belongs: its baseline file (repository-relative where `files`
+    says so) and the line of its entry there (None for a kernel new to the baseline)."""
+    path = (files or {}).get(result.baseline_path, result.baseline_path)
+    return path.replace("\\", "/"), verdict.line
+
+
+def _properties(file: str, line: int | None, title: str) -> str:
+    where = f"file={escape_property(file)}," if file else ""
+    if file and line is not None:
+        where += f"line={line},"
+    return f"{where}title={escape_property(title)}"
+
+
+def render(report: Report, files: Mapping[str, str] | None = None, level: Level = "error") -> str:
+    # Unusable input is an error whatever the level: warn-only never relaxes it.
     lines = [
         f"::error title={escape_property('perfgate: input')}::{escape_data(p)}"
         for p in report.problems
     ]
-    failing = sorted((v for v in report.verdicts if v.state in _FAILING), key=_worst_first)
+    failing = sorted(
+        ((r, v) for r in report.results for v in r.verdicts if v.state in _FAILING),
+        key=lambda rv: _worst_first(rv[1]),
+    )
     room = max(MAX_ERRORS - len(lines), 0)
-    for v in failing[:room]:
-        title = f"perfgate: {v.kernel} {v.state.value}"
-        lines.append(f"::error title={escape_property(title)}::{escape_data(headline(v))}")
+    for result, v in failing[:room]:
+        file, line = location(result, v, files)
+        props = _properties(file, line, f"perfgate: {v.kernel} {v.state.value}")
+        kind = "error" if v.state is KernelState.ERROR else level
+        lines.append(f"::{kind} {props}::{escape_data(headline(v))}")
     rest = len(failing) - room
     if rest > 0:
         lines.append(
-            f"::notice title=perfgate::{rest} more failing kernels; "
+            f"::notice title=perfgate::{counted(rest, 'more failing kernel')}; "
             "see the step summary or the JUnit report"
         )
     return "\n".join(lines) + ("\n" if lines else "")

@@ -10,23 +10,39 @@ that names what replaced it; input problems and comparisons that could not be ma
 junit-xml writes a `disabled` attribute on <testsuites> and <testsuite> that the strict JUnit
 schema (Jenkins xUnit's junit-10.xsd) does not allow; perfgate removes it, so the file
 validates against that schema and still reads in junitparser, GitLab and Jenkins.
+
+Each testcase of a baselined kernel carries `file` (the baseline file, repository-relative)
+and `line` (its entry's line): GitLab, dorny/test-reporter, mikepenz/action-junit-report and
+EnricoMi/publish-unit-test-result-action annotate there instead of guessing a path from the
+classname (perfgate/zoo.py, which does not exist). junit-10.xsd has no such attributes:
+`locations=False` leaves them out for a consumer that validates strictly against it; the
+location is in the failure text either way.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from perfgate.reports.format import headline
+from perfgate.reports.github import location
 from perfgate.reports.text import kernel_lines
 from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
 
 
-def _case(v: KernelVerdict, classname: str) -> TestCase:
-    case = TestCase(name=v.kernel, classname=classname)
-    detail = "\n".join([v.name, *(line.strip() for line in kernel_lines(v, verbose=True))])
+def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestCase:
+    line = v.line if file else None
+    case = TestCase(
+        name=v.kernel,
+        classname=classname,
+        file=file if locations and line is not None else None,
+        line=line if locations else None,
+    )
+    where = [f"baseline entry: {file}:{line}"] if line is not None else []
+    detail = "\n".join([v.name, *(text.strip() for text in kernel_lines(v, verbose=True)), *where])
     message = headline(v)
     if v.state in (KernelState.REGRESSED, KernelState.MISSING, KernelState.INCOMPLETE):
         case.add_failure_info(message=message, output=detail, failure_type=v.state.value)
@@ -41,7 +57,7 @@ def _case(v: KernelVerdict, classname: str) -> TestCase:
     return case
 
 
-def _suite(result: CheckResult) -> TestSuite:
+def _suite(result: CheckResult, files: Mapping[str, str] | None, locations: bool) -> TestSuite:
     gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
     properties = {"baseline": result.baseline_path, "captures": " ".join(result.capture_paths)}
     if result.baseline_gpu:
@@ -49,13 +65,13 @@ def _suite(result: CheckResult) -> TestSuite:
     classname = f"perfgate.{Path(result.baseline_path).stem}"
     return TestSuite(
         f"perfgate {result.baseline_path}{gpu}",
-        [_case(v, classname) for v in result.ordered()],
+        [_case(v, classname, location(result, v, files)[0], locations) for v in result.ordered()],
         properties=properties,
     )
 
 
-def render(report: Report) -> str:
-    suites = [_suite(r) for r in report.results]
+def render(report: Report, files: Mapping[str, str] | None = None, locations: bool = True) -> str:
+    suites = [_suite(r, files, locations) for r in report.results]
     if report.problems:
         cases = []
         for problem in report.problems:

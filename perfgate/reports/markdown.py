@@ -24,6 +24,7 @@ from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
     change,
+    counted,
     evidence_text,
     headline,
     launches_text,
@@ -284,17 +285,17 @@ def render(
             (
                 HEADER,
                 [row(v) for v in attention],
-                lambda n: f"| … | {n} more kernels not shown | |\n",
+                lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
             )
         )
     if details:
-        sections.append(("", details, lambda n: f"*{n} more kernels not shown.*\n\n"))
+        sections.append(("", details, lambda n: f"*{counted(n, 'more kernel')} not shown.*\n\n"))
     if quiet:
         sections.append((
             f"<details><summary>{len(quiet)} kernel{'s' if len(quiet) != 1 else ''} passed, "
             "new or skipped</summary>\n\n" + HEADER,
             [row(v) for v in quiet],
-            lambda n: f"| … | {n} more kernels not shown | |\n",
+            lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
         ))  # fmt: skip
     return _fit(
         head, sections, budget, full_report, closing={len(sections) - 1} if quiet else set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from perfgate.errors import ExitCode
+from perfgate.reports.format import counted
 from perfgate.verdict import KernelState, Report
 
 _LABELS = (
@@ -22,7 +23,9 @@ def status_line(report: Report) -> str:
     (15 baselined kernels)': counted in kernels, as a reviewer thinks of them."""
     if report.problems:
         more = (
-            f" (and {len(report.problems) - 1} more problems)" if len(report.problems) > 1 else ""
+            f" (and {counted(len(report.problems) - 1, 'more problem')})"
+            if len(report.problems) > 1
+            else ""
         )
         return f"perfgate check ERROR: could not check: {report.problems[0]}{more}"
     counts = report.counts()

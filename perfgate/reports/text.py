@@ -7,6 +7,7 @@ from perfgate.reports.format import (
     KERNEL_VERDICT,
     change,
     comparison_line,
+    counted,
     evidence_text,
     headline,
 )
@@ -75,7 +76,7 @@ def render(report: Report, verbose: bool = False) -> str:
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
     tail = []
     if new and not verbose:
-        tail.append(f"{new} new kernels not in the baseline")
+        tail.append(f"{counted(new, 'new kernel')} not in the baseline")
     if improved:
         tail.append(
             "lock the improvements in with perfgate baseline update --ratchet -b BASELINE -c "
