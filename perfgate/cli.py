@@ -144,6 +144,8 @@ def check_command(
     verbose: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
+
+    from perfgate.fileio import check_outputs
     from perfgate.gate import CheckRequest, ReportOutputs, github_outputs, run_check, write_reports
     from perfgate.reports import REPORTERS, text
     from perfgate.verdict import Report
@@ -155,8 +157,11 @@ def check_command(
         step_summary=summary_file if use_github else None,
     )  # fmt: skip
     try:
+        check_outputs([junit_path, markdown_path, json_path, pr_comment_path], baselines + captures)
         report = run_check(CheckRequest(baselines, captures, report_new_kernels=not no_new_kernels))
     except PerfgateError as exc:
+        # An output that is an input, or not a regular file, is never written to.
+        outputs = _without(outputs, exc.path)
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))
         if use_github:
@@ -166,12 +171,50 @@ def check_command(
         except PerfgateError as also:  # the report could not be written either: say both
             _fail([*exc.lines(), *also.lines()], exc.exit_code)
         raise
-    write_reports(report, outputs)
+    except Exception as exc:  # a bug: no report of an earlier run may stay to claim a result
+        _replace_stale(outputs, exc)
+        raise
+    try:
+        write_reports(report, outputs)
+    except PerfgateError:
+        raise
+    except Exception as exc:
+        _replace_stale(outputs, exc)
+        raise
     if use_github:
         click.echo(REPORTERS["github"].render(report), nl=False)
     output = text.render(report, verbose) if fmt == "text" else REPORTERS[fmt].render(report)
     click.echo(output, nl=False)
     sys.exit(int(report.exit_code))
+
+
+def _without(outputs: Any, path: str | None) -> Any:
+    """The report outputs less the one a problem is about (it may be an input)."""
+    from dataclasses import fields, replace
+
+    if path is None:
+        return outputs
+    return replace(
+        outputs, **{f.name: None for f in fields(outputs) if getattr(outputs, f.name) == path}
+    )
+
+
+def _replace_stale(outputs: Any, exc: Exception) -> None:
+    """After an internal error, each report file asked for says so, or is removed: a report
+    left from an earlier run must not read as this run's result."""
+    from dataclasses import replace
+
+    from perfgate.fileio import remove_stale
+    from perfgate.gate import write_reports
+    from perfgate.verdict import Report
+
+    problem = Report(problems=(f"internal error: {type(exc).__name__}: {exc}",))
+    try:
+        write_reports(problem, replace(outputs, step_summary=None))
+    except Exception:  # the reporters themselves fail: leave no report at all
+        for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
+            if path:
+                remove_stale(path)
 
 
 @main.command("explain")
@@ -230,6 +273,9 @@ def record_command(
     from perfgate.gate import RecordRequest, run_record
     from perfgate.record import RecordSettings
 
+    from perfgate.fileio import check_outputs
+
+    check_outputs([output], captures)
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
     result = run_record(RecordRequest(captures, output, settings))
     kernels_n = len(result.baseline.kernels)
