@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from perfgate import patterns
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
@@ -55,7 +57,7 @@ class KernelMatch:
             return False
         if self.name is not None and launch.name != self.name:
             return False
-        if self.regex is not None and not re.search(self.regex, launch.name):
+        if self.regex is not None and not patterns.search(self.regex, launch.name):
             return False
         if self.block is not None and launch.block != self.block:
             return False
@@ -303,10 +305,14 @@ def _read_text(path: str) -> str:
     try:
         if p.is_dir():
             raise _problem(path, "is a directory, not a baseline file")
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            raise _problem(path, f"is {size:,} bytes; a baseline is at most {MAX_BYTES:,}")
-        data = p.read_bytes()
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise _problem(path, "is not a regular file (a FIFO or a device), not a baseline file")
+        # What is read is bounded, not what the file says its size is (a file that grows, or
+        # a /proc file that says 0).
+        with p.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise _problem(path, f"is over {MAX_BYTES:,} bytes; a baseline is at most {MAX_BYTES:,}")
     except FileNotFoundError as exc:
         raise _problem(path, "no such file") from exc
     except OSError as exc:
@@ -512,11 +518,17 @@ def load_baseline(path: str | Path) -> Baseline:
         regex = kernel["match"].get("regex")
         if regex is not None:
             try:
-                re.compile(regex)
+                patterns.compile_pattern(regex)
             except re.error as exc:
                 problems.append(
                     f"{format_path(['kernels', i, 'match', 'regex'])}: "
                     f"not a valid regular expression: {exc}"
+                )
+            except patterns.UnsafePattern as exc:
+                line = line_of(["kernels", i, "match", "regex"])
+                problems.append(
+                    f"{format_path(['kernels', i, 'match', 'regex'])}: {regex!r} {exc}"
+                    + (f" (line {line})" if line else "")
                 )
         for metric, entry in kernel["metrics"].items():
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)

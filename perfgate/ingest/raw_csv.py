@@ -9,8 +9,9 @@ row after the header; every field quoted; thousands separators.
 from __future__ import annotations
 
 import csv
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -46,7 +47,8 @@ def split_columns(header: list[str]) -> tuple[list[str], list[str]]:
     `--set full` also writes source-counter columns such as `inst_executed`)."""
     before = header[: header.index(KERNEL_NAME)]
     nvtx = [c for c in before if c not in IDENTITY]
-    metrics = [c for c in header if c not in IDENTITY and c not in nvtx]
+    skip = IDENTITY | set(nvtx)
+    metrics = [c for c in header if c not in skip]
     return nvtx, metrics
 
 
@@ -64,6 +66,49 @@ def _parse_row(line: str) -> list[str]:
 
 Opener = Callable[[], BinaryIO]
 _BINARY_PROBE = 65536
+# Limits on what is READ (after gzip), not on a file's size on disk (docs/limits.md): a
+# `--set full` header of ~2,200 columns is ~130 KB and a launch row less, so a line of 16 MiB is
+# no ncu output; one gigabyte-long line inside a megabyte of gzip is refused after 16 MiB.
+MAX_LINE = 16 * 1024 * 1024
+MAX_COLUMNS = 50_000
+MAX_NAME = 32 * 1024  # characters of a kernel name (long C++ template names run to a few KB)
+MAX_BYTES_ENV = "PERFGATE_MAX_CAPTURE_BYTES"
+MAX_BYTES = 4 * 1024**3  # a 50,000-launch `--set full` capture is 0.8 GB
+
+
+def max_bytes() -> int:
+    """The most bytes of one capture perfgate reads (after gzip); $PERFGATE_MAX_CAPTURE_BYTES
+    raises it for a capture larger than any seen."""
+    try:
+        return int(os.environ.get(MAX_BYTES_ENV, "")) or MAX_BYTES
+    except ValueError:
+        return MAX_BYTES
+
+
+def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
+    """The file's lines, each read with a bound, and the whole with a bound: a line or a file
+    beyond them is refused before it is held in memory."""
+    limit, total = max_bytes(), 0
+    number = 0
+    while True:
+        raw = fh.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE:
+            raise CaptureError(
+                f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output "
+                "(docs/limits.md)",
+                path,
+            )
+        total += len(raw)
+        if total > limit:
+            raise CaptureError(
+                f"holds more than {limit:,} bytes (after gzip); perfgate reads at most that "
+                f"much of one capture (raise it with {MAX_BYTES_ENV}; docs/limits.md)",
+                path,
+            )
+        yield raw
 _KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
 
 
@@ -79,6 +124,9 @@ class _Layout:
     log_before: list[str] = field(default_factory=list)
     log_after: list[str] = field(default_factory=list)
     content: bool = False
+    # The first launch row (its line number, fields counted) whose field count is not the
+    # header's; the last row gets its own message (a file cut off).
+    broken_row: tuple[int, int] | None = None
 
 
 def _text(raw: bytes, path: str, first: bool) -> str:
@@ -116,7 +164,7 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
         if b"\x00" in fh.read(_BINARY_PROBE):
             raise CaptureError("binary data, not an ncu CSV capture or .ncu-rep report", path)
         fh.seek(0)
-        for number, raw in enumerate(fh):
+        for number, raw in enumerate(_lines(fh, path)):
             size = len(raw)
             if not layout.content and raw.strip():
                 layout.content = True
@@ -125,6 +173,13 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                 if KERNEL_NAME in text:
                     fields = _parse_row(text.rstrip("\r\n"))
                     if KERNEL_NAME in fields:
+                        if len(fields) > MAX_COLUMNS:
+                            raise CaptureError(
+                                f"the CSV header has {len(fields):,} columns; ncu writes "
+                                f"about 2,200 with --set full, perfgate reads at most "
+                                f"{MAX_COLUMNS:,} (docs/limits.md)",
+                                path,
+                            )
                         layout.header, layout.header_offset = fields, offset
                 if layout.header is None and _is_log(text) and len(layout.log_before) < _KEEP_LOG:
                     layout.log_before.append(text)
@@ -142,8 +197,24 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                         continue
                 layout.rows += 1
                 layout.last_row = row
+                if layout.broken_row is None:
+                    count = _field_count(raw, row)
+                    if count != len(layout.header):
+                        layout.broken_row = (number + 1, count)
             offset += size
     return layout
+
+
+def _field_count(raw: bytes, row: str) -> int:
+    """How many fields a launch row has. ncu quotes every field, so the separators are
+    counted without parsing; a row written otherwise (or a `","` inside a field, which would
+    overcount) is parsed."""
+    line = raw.rstrip(b"\r\n")
+    if line.startswith(b'"') and line.endswith(b'"') and line.count(b'"') == 2 * (
+        line.count(b'","') + 1
+    ):
+        return line.count(b'","') + 1
+    return len(_parse_row(row.rstrip("\r\n")))
 
 
 def _refuse_other_pages(header: list[str], path: str) -> None:
@@ -202,10 +273,18 @@ def read_raw_csv(
     if not layout.rows:
         raise CaptureError("the CSV has a header but no kernel launches", path)
     _check_complete(layout.last_row, header, path)
+    if layout.broken_row is not None:
+        line, count = layout.broken_row
+        raise CaptureError(
+            f"line {line}: a launch row has {count} fields, the header {len(header)} (a field "
+            "missing or extra); perfgate never drops a row it cannot read",
+            path,
+        )
 
     nvtx_columns, metric_columns = split_columns(header)
     keep = [c for c in metric_columns if wanted is None or wanted(c) or c == DEVICE_NAME]
-    identity = [c for c in header if c not in metric_columns]
+    metric_set = set(metric_columns)  # a list here made 80,000 columns cost 29 s
+    identity = [c for c in header if c not in metric_set]
     usecols = list(dict.fromkeys([*identity, *keep]))
     units = dict(zip(header, layout.units, strict=True)) if layout.units else {}
     try:
@@ -303,6 +382,12 @@ def _to_capture(
     nvtx_values = [frame[c].tolist() for c in nvtx_columns]
     for i in range(len(frame)):
         name = str(names[i])
+        if len(name) > MAX_NAME:
+            raise CaptureError(
+                f"launch ID {ids[i]}: a kernel name of {len(name):,} characters; perfgate reads "
+                f"names of at most {MAX_NAME:,} (docs/limits.md)",
+                path,
+            )
         metrics = {col: converted[col][i] for col in keep}
         device = metrics.get(DEVICE_NAME)
         try:
