@@ -20,8 +20,11 @@ FORMATS = ("text", "markdown", "junit", "json", "github")
 
 
 def _fail(lines: list[str], code: ExitCode) -> None:
+    from perfgate.reports.escape import log_line
+
     for line in lines:
-        click.echo(f"perfgate: error: {line}", err=True)
+        # A message may quote a kernel name or a file's text: one line each, whatever it holds.
+        click.echo(f"perfgate: error: {log_line(line)}", err=True)
     sys.exit(int(code))
 
 

@@ -189,6 +189,14 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                     layout.log_after.append(_text(raw, path, first=False))
             elif raw.strip():
                 row = _text(raw, path, first=False)
+                if b"\r" in raw.rstrip(b"\r\n"):
+                    # pandas ends a row at a lone CR, this scan does not: they would disagree
+                    # on what the rows are.
+                    raise CaptureError(
+                        f"line {number + 1}: a carriage return inside a launch row: not ncu "
+                        "output",
+                        path,
+                    )
                 if layout.units is None and layout.rows == 0:
                     fields = _parse_row(row.rstrip("\r\n"))
                     if _is_units_row(fields, layout.header):

@@ -29,6 +29,7 @@ from perfgate.reports.format import (
     launches_text,
     value,
 )
+from perfgate.reports.escape import no_mentions
 from perfgate.reports.summary import status_line
 from perfgate.verdict import (
     CauseKind,
@@ -58,9 +59,10 @@ PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
 
 
 def cell(text: str) -> str:
-    """Text that renders literally inside a GFM table cell or inline HTML."""
+    """Text that renders literally inside a GFM table cell or inline HTML, mentioning no one
+    and linking nowhere (reports.escape)."""
     out = []
-    for ch in text:
+    for ch in no_mentions(text):
         if ch in _SPECIAL:
             out.append(f"&#{ord(ch)};")
         elif ch in "\r\n\t":
