@@ -220,8 +220,8 @@ def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
         return None
     if tag not in _SCALAR_TAGS:
         raise _BadNode(
-            f"the YAML tag {_tag_name(tag)} is not allowed in a baseline (only maps, lists, "
-            "strings, numbers, booleans and null)"
+            f"the YAML tag {_tag_name(tag)} is not allowed in a baseline: only plain YAML "
+            "data is allowed (maps, lists, strings, numbers, booleans, null)"
         )
     try:
         value = loader.construct_object(node, deep=True)
@@ -256,8 +256,9 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
                 try:
                     if not isinstance(node, yaml.ScalarNode):
                         raise _BadNode(
-                            f"the YAML tag {_tag_name(node.tag)} is not allowed in a baseline "
-                            "(only maps, lists, strings, numbers, booleans and null)"
+                            f"the YAML tag {_tag_name(node.tag)} is not allowed in a baseline: "
+                            "only plain YAML data is allowed (maps, lists, strings, numbers, "
+                            "booleans, null)"
                         )
                     built[id(node)] = _scalar(node, loader)
                 except _BadNode as exc:
