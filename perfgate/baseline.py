@@ -225,7 +225,9 @@ def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
         )
     try:
         value = loader.construct_object(node, deep=True)
-    except (ValueError, KeyError, TypeError, OverflowError, ArithmeticError):
+    except yaml.YAMLError:
+        raise
+    except Exception:  # each constructor fails its own way: ValueError, KeyError, AttributeError
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise _BadNode(f"{shown!r} is not a valid {_tag_name(tag)} value") from None
     return text if tag == _TIMESTAMP else value
@@ -313,7 +315,9 @@ def _read_text(path: str) -> str:
         with p.open("rb") as fh:
             data = fh.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise _problem(path, f"is over {MAX_BYTES:,} bytes; a baseline is at most {MAX_BYTES:,}")
+            raise _problem(
+                path, f"is over {MAX_BYTES:,} bytes; a baseline is at most {MAX_BYTES:,}"
+            )
     except FileNotFoundError as exc:
         raise _problem(path, "no such file") from exc
     except OSError as exc:

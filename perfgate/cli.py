@@ -273,10 +273,9 @@ def record_command(
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
+    from perfgate.fileio import check_outputs
     from perfgate.gate import RecordRequest, run_record
     from perfgate.record import RecordSettings
-
-    from perfgate.fileio import check_outputs
 
     check_outputs([output], captures)
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)

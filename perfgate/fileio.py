@@ -70,7 +70,7 @@ def _destination(path: str | Path) -> tuple[Path, os.stat_result | None]:
 
 def _identity(path: str | Path) -> tuple[int, int] | None:
     try:
-        st = os.stat(path)
+        st = Path(path).stat()
     except OSError:
         return None
     return st.st_dev, st.st_ino
@@ -153,7 +153,7 @@ def _write_unnamed(target: Path, data: bytes, mode: int) -> bool:
         except OSError:
             return False
         try:
-            os.replace(tmp, target)
+            tmp.replace(target)
         except BaseException:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -194,7 +194,7 @@ def _write_named(target: Path, data: bytes, mode: int) -> None:
             finally:
                 os.close(fd)
             _pause_for_tests()
-            os.replace(tmp, target)
+            tmp.replace(target)
     except _Terminated:
         with contextlib.suppress(OSError):
             tmp.unlink()

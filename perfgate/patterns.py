@@ -4,8 +4,8 @@ against kernel names from captures, in bounded time.
 Python's `re` backtracks and has no timeout: `(a+)+$` against 40 letters `a` and a `b` runs
 for hours. Two defences (docs/limits.md):
 
-- a static check refuses the shapes that backtrack exponentially: a repeat inside an unbounded
-  repeat (`(a+)+`, `(a*b?)*`), an alternation under an unbounded repeat whose branches can start
+- a static check refuses the shapes that backtrack exponentially: a variable repeat (`+`, `*`,
+  `?`, `{m,n}`) inside an unbounded repeat (`(a+)+`, `(a?b?)*`), an alternation under an unbounded repeat whose branches can start
   alike (`(a|ab)*`), and backreferences; and patterns over MAX_PATTERN characters;
 - every search runs under a time budget (SEARCH_SECONDS for all the searches of one pattern
   in a process): polynomial shapes the static check lets through (`.*a.*a.*a`) on long names
@@ -79,8 +79,10 @@ def _children(op: Any, av: Any) -> list[Any]:
 
 
 def _has_repeat(subpattern: Any) -> bool:
+    """Whether it holds a repeat of a variable count (`a+`, `a*`, `a?`, `a{1,3}`): under an
+    unbounded repeat each is a choice the engine may try every way (`(a?a?)+`, `(\\w+_)+`)."""
     for op, av in _items(subpattern):
-        if op in _REPEATS and av[1] > 1:
+        if op in _REPEATS and av[0] != av[1]:
             return True
         if any(_has_repeat(child) for child in _children(op, av)):
             return True
@@ -117,7 +119,7 @@ def _walk(subpattern: Any, under_unbounded: bool) -> str | None:
         if op in _REPEATS:
             unbounded = av[1] == _UNBOUNDED
             if av[1] > 1 and (unbounded or under_unbounded) and _has_repeat(av[2]):
-                return "a repeat inside an unbounded repeat, such as (a+)+"
+                return "a variable repeat inside an unbounded repeat, such as (a+)+ or (a?b?)*"
             found = _walk(av[2], under_unbounded or unbounded)
             if found:
                 return found
@@ -140,8 +142,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     problem = _walk(_sre_parse.parse(pattern), under_unbounded=False)
     if problem:
         raise UnsafePattern(
-            f"can take exponential time on some kernel names: it holds {problem} "
-            "(docs/limits.md)"
+            f"can take exponential time on some kernel names: it holds {problem} (docs/limits.md)"
         )
     return compiled
 

@@ -50,7 +50,7 @@ def _one_error(proc: subprocess.CompletedProcess[str], path: object, pattern: st
 
 # ------------------------------------------------------------------------- atomic writes
 
-_WRITER = "import sys; from perfgate.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"  # noqa: E501
+_WRITER = "import sys; from perfgate.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"
 
 
 def _paused_writer(target: Path, **env: str) -> subprocess.Popen[str]:
@@ -109,7 +109,11 @@ def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
 def test_fifos_devices_and_folders_are_never_replaced(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for target, kind in ((fifo, "a FIFO"), (Path("/dev/null"), "a device"), (tmp_path, "a directory")):
+    for target, kind in (
+        (fifo, "a FIFO"),
+        (Path("/dev/null"), "a device"),
+        (tmp_path, "a directory"),
+    ):
         with pytest.raises(UsageError, match=f"is {kind}"):
             fileio.write_text_atomic(target, "x")
     assert fifo.exists() and not fifo.is_file()
@@ -147,14 +151,14 @@ def test_a_report_onto_an_input_is_refused_and_the_other_reports_say_so(tmp_path
 
 def test_two_reports_onto_one_file_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "out.xml"
-    proc = perfgate("check", "-b", str(ZOO), "-c", str(CAPTURE), "--junit", str(out), "--json", str(out))  # fmt: skip  # noqa: E501
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(CAPTURE), "--junit", str(out), "--json", str(out))  # fmt: skip
     _one_error(proc, out, "is also another output")
 
 
 # ----------------------------------------------------------------- stale reports after a bug
 
 
-def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip  # noqa: E501
+def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from perfgate import cli, gate
 
     paths = {name: tmp_path / f"r.{name}" for name in ("junit", "json", "markdown")}
@@ -170,7 +174,9 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
         args += [f"--{name}", str(p)]
     result = CliRunner().invoke(cli.main, args)
     assert result.exit_code == 3
-    assert json.loads(paths["json"].read_text())["problems"] == ["internal error: RuntimeError: a bug"]
+    assert json.loads(paths["json"].read_text())["problems"] == [
+        "internal error: RuntimeError: a bug"
+    ]
     assert all("earlier run" not in p.read_text() for p in paths.values())
 
     # When the reporters are what fails, the files are removed instead.
@@ -191,13 +197,13 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
 def test_dev_zero_and_fifos_are_refused_at_once(tmp_path: Path) -> None:
     fifo = tmp_path / "cap.fifo"
     os.mkfifo(fifo)
-    _one_error(perfgate("check", "-b", str(ZOO), "-c", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip  # noqa: E501
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip
     _one_error(perfgate("check", "-b", str(ZOO), "-c", str(fifo), timeout=30), fifo, "is a FIFO")
-    _one_error(perfgate("baseline", "validate", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip  # noqa: E501
+    _one_error(perfgate("baseline", "validate", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip
     _one_error(perfgate("baseline", "validate", str(fifo), timeout=30), fifo, "not a regular file")
 
 
-def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_path: Path) -> None:  # fmt: skip  # noqa: E501
+def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_path: Path) -> None:  # fmt: skip
     path = tmp_path / "bomb.csv.gz"
     head = "".join(CAPTURE.read_text().splitlines(keepends=True)[:7]).encode()
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
@@ -214,7 +220,7 @@ def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_
     assert time.perf_counter() - start < 30
 
 
-def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip  # noqa: E501
+def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from perfgate.errors import CaptureError
     from perfgate.ingest import read_capture
     from perfgate.ingest.raw_csv import MAX_BYTES_ENV
@@ -233,7 +239,7 @@ def _wide(path: Path, extra: int) -> None:
         fh.writelines(lines[:at])
         for i, line in enumerate(lines[at:]):
             value = "extra__c{}" if i == 0 else ("" if i == 1 else "1")
-            fh.write(line.rstrip("\n") + "".join(f',"{value.format(j)}"' for j in range(extra)) + "\n")  # fmt: skip  # noqa: E501
+            fh.write(line.rstrip("\n") + "".join(f',"{value.format(j)}"' for j in range(extra)) + "\n")  # fmt: skip
 
 
 def test_many_columns_cost_linear_time_and_too_many_are_refused(tmp_path: Path) -> None:
@@ -244,7 +250,7 @@ def test_many_columns_cost_linear_time_and_too_many_are_refused(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     assert time.perf_counter() - start < 20
     _wide(wide, 60_000)
-    _one_error(perfgate("check", "-b", str(ZOO), "-c", str(wide)), wide, "perfgate reads at most 50,000")  # fmt: skip  # noqa: E501
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", str(wide)), wide, "perfgate reads at most 50,000")  # fmt: skip
 
 
 def test_an_overlong_kernel_name_is_refused(tmp_path: Path) -> None:
@@ -262,7 +268,18 @@ def test_an_overlong_kernel_name_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "pattern",
-    ["(a+)+$", "(a*)*b", "(a|ab)*c", "(x+x+)+y", r"(zoo)_\1", "((a+)b?)+", "(?:a|a)+$", "x" * 1001],
+    [
+        "(a+)+$",
+        "(a*)*b",
+        "(a|ab)*c",
+        "(x+x+)+y",
+        r"(zoo)_\1",
+        "((a+)b?)+",
+        "(?:a|a)+$",
+        "([ab]?(a)?)+x",
+        r"(\w+_)+$",
+        "x" * 1001,
+    ],
 )
 def test_patterns_that_backtrack_exponentially_are_refused(pattern: str) -> None:
     with pytest.raises(patterns.UnsafePattern):
@@ -278,12 +295,12 @@ def test_ordinary_kernel_patterns_are_accepted(pattern: str) -> None:
     assert patterns.compile_pattern(pattern).pattern == pattern
 
 
-def test_a_search_that_backtracks_polynomially_ends_in_time(monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip  # noqa: E501
+def test_a_search_that_backtracks_polynomially_ends_in_time(monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setattr(patterns, "SEARCH_SECONDS", 0.3)
     monkeypatch.setattr(patterns, "_spent", {})
     pattern = "a.*a.*a.*a.*a.*a.*b"
     start = time.perf_counter()
-    with pytest.raises(patterns.PatternTimeout, match="took more than 0.3 s"):
+    with pytest.raises(patterns.PatternTimeout, match=r"took more than 0\.3 s"):
         patterns.search(pattern, "a" * 3000)
     assert time.perf_counter() - start < 2
     with pytest.raises(patterns.PatternTimeout):  # the budget is spent for this pattern
@@ -312,7 +329,9 @@ def test_text_output_cannot_start_a_workflow_command() -> None:
 def test_explain_escapes_a_kernel_name_that_is_a_workflow_command(tmp_path: Path) -> None:
     lines = CAPTURE.read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
-    body = [line.replace('"zoo_coalescing(', '"::error title=pwned::zoo_coalescing(') for line in lines]  # noqa: E501
+    body = [
+        line.replace('"zoo_coalescing(', '"::error title=pwned::zoo_coalescing(') for line in lines
+    ]
     path = tmp_path / "names.csv"
     path.write_text("".join(body[: at + 2] + body[at + 2 :]))
     proc = perfgate("explain", "-c", str(path))
@@ -325,7 +344,10 @@ def test_markdown_mentions_no_one_and_links_nowhere() -> None:
     text = cell("==WARNING== ask @octocat, see https://evil.example and www.evil.example")
     assert "@octocat" not in text and "https://" not in text and "www.evil" not in text
     # Invisible: with the word joiners removed the text is what ncu wrote.
-    assert text.replace("\u2060", "") == "==WARNING== ask @octocat, see https://evil.example and www.evil.example"  # noqa: E501
+    assert (
+        text.replace("\u2060", "")
+        == "==WARNING== ask @octocat, see https://evil.example and www.evil.example"
+    )
     assert no_mentions("no mention here: a @ b") == "no mention here: a @ b"
 
 

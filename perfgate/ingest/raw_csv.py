@@ -109,6 +109,8 @@ def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
                 path,
             )
         yield raw
+
+
 _KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
 
 
@@ -193,8 +195,7 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                     # pandas ends a row at a lone CR, this scan does not: they would disagree
                     # on what the rows are.
                     raise CaptureError(
-                        f"line {number + 1}: a carriage return inside a launch row: not ncu "
-                        "output",
+                        f"line {number + 1}: a carriage return inside a launch row: not ncu output",
                         path,
                     )
                 if layout.units is None and layout.rows == 0:
@@ -218,8 +219,10 @@ def _field_count(raw: bytes, row: str) -> int:
     counted without parsing; a row written otherwise (or a `","` inside a field, which would
     overcount) is parsed."""
     line = raw.rstrip(b"\r\n")
-    if line.startswith(b'"') and line.endswith(b'"') and line.count(b'"') == 2 * (
-        line.count(b'","') + 1
+    if (
+        line.startswith(b'"')
+        and line.endswith(b'"')
+        and line.count(b'"') == 2 * (line.count(b'","') + 1)
     ):
         return line.count(b'","') + 1
     return len(_parse_row(row.rstrip("\r\n")))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perfgate.reports.escape import no_mentions
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
@@ -29,7 +30,6 @@ from perfgate.reports.format import (
     launches_text,
     value,
 )
-from perfgate.reports.escape import no_mentions
 from perfgate.reports.summary import status_line
 from perfgate.verdict import (
     CauseKind,

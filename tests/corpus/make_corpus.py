@@ -96,7 +96,9 @@ def captures() -> dict[str, bytes | str]:
         # A stall counter that overflows a double: refused naming the column, never a NaN or an
         # infinity in a report.
         "infinite-stall.csv": _edit_row(
-            good, 3, lambda f: _set(f, _column(good, "stalled_long_scoreboard_per_warp_active"), "1e999")
+            good,
+            3,
+            lambda f: _set(f, _column(good, "stalled_long_scoreboard_per_warp_active"), "1e999"),
         ),
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
@@ -196,6 +198,12 @@ def baselines() -> dict[str, str | bytes]:
         # Exponential backtracking against a kernel name: refused before any name is tried.
         "catastrophic-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(a+)+$'}"
+        ),
+        # Found by tests/fuzz.py (seeds yaml:459 and regex:15): the timestamp constructor
+        # failed with an AttributeError on a null, and optional items under `+` backtrack.
+        "timestamp-tag-on-null.yaml": minimal + "provenance: {recorded_at: !!timestamp ~}\n",
+        "optional-repeats-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '([ab]?(a)?)+x'}"
         ),
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
