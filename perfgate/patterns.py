@@ -5,8 +5,9 @@ Python's `re` backtracks and has no timeout: `(a+)+$` against 40 letters `a` and
 for hours. Two defences (docs/limits.md):
 
 - a static check refuses the shapes that backtrack exponentially: a variable repeat (`+`, `*`,
-  `?`, `{m,n}`) inside an unbounded repeat (`(a+)+`, `(a?b?)*`), an alternation under an unbounded repeat whose branches can start
-  alike (`(a|ab)*`), and backreferences; and patterns over MAX_PATTERN characters;
+  `?`, `{m,n}`) inside an unbounded repeat (`(a+)+`, `(a?b?)*`), an alternation under an
+  unbounded repeat whose branches can start alike (`(a|ab)*`), and backreferences; and
+  patterns over MAX_PATTERN characters;
 - every search runs under a time budget (SEARCH_SECONDS for all the searches of one pattern
   in a process): polynomial shapes the static check lets through (`.*a.*a.*a`) on long names
   end with an error instead of a hang. The budget uses SIGALRM, which `re` honours mid-match;
