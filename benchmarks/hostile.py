@@ -74,7 +74,9 @@ def _wide(path: Path, extra: int) -> None:
 
 
 def columns(workdir: Path, counts: list[int], repeat: int) -> None:
-    print("\n| extra columns | perfgate check, s | over the plain capture, s | per 10,000 columns, s |")
+    print(
+        "\n| extra columns | perfgate check, s | over the plain capture, s | per 10,000 columns, s |"
+    )
     print("|---|---|---|---|")
     base = None
     for n in counts:
