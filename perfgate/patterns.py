@@ -6,8 +6,8 @@ for hours. Two defences (docs/limits.md):
 
 - a static check refuses the shapes that backtrack exponentially: a variable repeat (`+`, `*`,
   `?`, `{m,n}`) inside an unbounded repeat (`(a+)+`, `(a?b?)*`), an alternation under an
-  unbounded repeat whose branches can start alike (`(a|ab)*`), and backreferences; and
-  patterns over MAX_PATTERN characters;
+  unbounded repeat whose branches can start alike (`(a|ab)*`), a bounded repeat that multiplies
+  unbounded ones (`(a*b*){1,3}`), and backreferences; and patterns over MAX_PATTERN characters;
 - every search runs under a time budget (SEARCH_SECONDS for all the searches of one pattern
   in a process): polynomial shapes the static check lets through (`.*a.*a.*a`) on long names
   end with an error instead of a hang. The budget uses SIGALRM, which `re` honours mid-match;
@@ -38,6 +38,8 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 MAX_PATTERN = 1000  # characters
 SEARCH_SECONDS = 2.0  # all searches of one pattern, per process
+# Unbounded repeats a bounded repeat may multiply: (x+){1,4} is fine, (a*b*){1,3} is not.
+MAX_DEGREE = 4
 
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
 if hasattr(_sre, "POSSESSIVE_REPEAT"):
@@ -90,6 +92,21 @@ def _has_repeat(subpattern: Any) -> bool:
     return False
 
 
+def _degree(subpattern: Any) -> int:
+    """How many unbounded repeats a match may have to place, a bounded repeat counting its
+    body as often as it may repeat it: `(a*b*){1,3}` is 6, `(_\\d+){1,3}` is 3."""
+    total = 0
+    for op, av in _items(subpattern):
+        if op in _REPEATS:
+            inner = _degree(av[2])
+            total += (1 + inner) if av[1] == _UNBOUNDED else av[1] * inner
+        elif op is _sre.BRANCH:
+            total += max((_degree(b) for b in av[1]), default=0)
+        else:
+            total += sum(_degree(child) for child in _children(op, av))
+    return total
+
+
 def _first_chars(subpattern: Any) -> set[int] | None:
     """The literal characters a branch can start with; None when not one plain literal."""
     items = _items(subpattern)
@@ -121,6 +138,8 @@ def _walk(subpattern: Any, under_unbounded: bool) -> str | None:
             unbounded = av[1] == _UNBOUNDED
             if av[1] > 1 and (unbounded or under_unbounded) and _has_repeat(av[2]):
                 return "a variable repeat inside an unbounded repeat, such as (a+)+ or (a?b?)*"
+            if not unbounded and av[1] > 1 and av[1] * _degree(av[2]) > MAX_DEGREE:
+                return "a bounded repeat of unbounded repeats, such as (a*b*){1,3}"
             found = _walk(av[2], under_unbounded or unbounded)
             if found:
                 return found

@@ -205,6 +205,10 @@ def baselines() -> dict[str, str | bytes]:
         "optional-repeats-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '([ab]?(a)?)+x'}"
         ),
+        # tests/fuzz.py regex:101271: bounded repeats multiplying unbounded ones.
+        "multiplied-repeats-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!'}"
+        ),
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
