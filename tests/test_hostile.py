@@ -276,7 +276,8 @@ def test_an_overlong_kernel_name_is_refused(tmp_path: Path) -> None:
         r"(zoo)_\1",
         "((a+)b?)+",
         "(?:a|a)+$",
-        "([ab]?(a)?)+x", "(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!",
+        "([ab]?(a)?)+x",
+        "(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!",
         r"(\w+_)+$",
         "x" * 1001,
     ],
@@ -371,3 +372,11 @@ def test_a_check_where_every_comparison_is_skipped_does_not_pass(tmp_path: Path)
     proc = perfgate("check", "-b", str(baseline), "-c", str(capture))
     assert proc.returncode == 2, proc.stdout
     assert proc.stdout.startswith("perfgate check ERROR: 1 skipped")
+
+
+def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:
+    from perfgate.reports.markdown import _mermaid
+
+    chart = _mermaid("k", {'x"]\n```\n@everyone': 50.0}, {"wait": 10.0})
+    assert chart.count("```") == 2 and chart.endswith("```\n")
+    assert "@everyone" not in chart and '"xeveryone"' in chart

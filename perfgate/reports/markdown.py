@@ -134,7 +134,10 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
     reasons = sorted(
         set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
     )[:6]
-    labels = ", ".join(f'"{r}"' for r in reasons)
+    # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
+    labels = ", ".join(
+        '"' + "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40] + '"' for r in reasons
+    )
     now = ", ".join(f"{after.get(r, 0.0):.1f}" for r in reasons)
     then = ", ".join(f"{before.get(r, 0.0):.1f}" for r in reasons)
     # Mermaid titles are quoted strings: keep them to safe characters.
