@@ -232,6 +232,18 @@ def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: p
     assert read_capture(CAPTURE).launches
 
 
+def test_a_capture_over_the_launch_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfgate.errors import CaptureError
+    from perfgate.ingest import read_capture
+    from perfgate.ingest.raw_csv import MAX_LAUNCHES_ENV
+
+    monkeypatch.setenv(MAX_LAUNCHES_ENV, "26")
+    with pytest.raises(CaptureError, match="holds more than 26 launches"):
+        read_capture(CAPTURE)  # 27 launches
+    monkeypatch.setenv(MAX_LAUNCHES_ENV, "27")
+    assert len(read_capture(CAPTURE).launches) == 27
+
+
 def _wide(path: Path, extra: int) -> None:
     lines = CAPTURE.read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)

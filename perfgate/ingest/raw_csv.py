@@ -76,13 +76,24 @@ MAX_BYTES_ENV = "PERFGATE_MAX_CAPTURE_BYTES"
 MAX_BYTES = 4 * 1024**3  # a 50,000-launch `--set full` capture is 0.8 GB
 
 
+MAX_LAUNCHES_ENV = "PERFGATE_MAX_LAUNCHES"
+# Memory follows launches x the columns a check reads (~25 bytes a value): 50,000 launches of
+# `--set full` check in 270 MB (docs/scale.md). Rows of a few bytes each inside a gzip bomb
+# would otherwise reach gigabytes within the byte limit.
+MAX_LAUNCHES = 100_000
+
+
+def _limit(env: str, default: int) -> int:
+    try:
+        return int(os.environ.get(env, "")) or default
+    except ValueError:
+        return default
+
+
 def max_bytes() -> int:
     """The most bytes of one capture perfgate reads (after gzip); $PERFGATE_MAX_CAPTURE_BYTES
     raises it for a capture larger than any seen."""
-    try:
-        return int(os.environ.get(MAX_BYTES_ENV, "")) or MAX_BYTES
-    except ValueError:
-        return MAX_BYTES
+    return _limit(MAX_BYTES_ENV, MAX_BYTES)
 
 
 def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
@@ -160,6 +171,7 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
     "Kernel Name" column), the units row, how many launch rows follow before ncu's next log
     line, and ncu's log lines around them. Nothing but those few lines is kept."""
     layout = _Layout()
+    max_launches = _limit(MAX_LAUNCHES_ENV, MAX_LAUNCHES)
     offset = 0
     in_trailer = False
     with open_binary() as fh:
@@ -205,6 +217,13 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                         offset += size
                         continue
                 layout.rows += 1
+                if layout.rows > max_launches:
+                    raise CaptureError(
+                        f"holds more than {max_launches:,} launches; "
+                        f"perfgate reads at most that many from one capture (raise it with "
+                        f"{MAX_LAUNCHES_ENV}; docs/limits.md)",
+                        path,
+                    )
                 layout.last_row = row
                 if layout.broken_row is None:
                     count = _field_count(raw, row)
