@@ -4,6 +4,7 @@ path scales (docs/limits.md).
 - the YAML nesting guard (perfgate.baseline._check_nesting) against the whole load of a
   1,000-kernel baseline recorded by benchmarks/scale.py, and against the guard it replaced
   (a Python loop over every character and every line), in one process, best of --repeat;
+- the scan of a capture with and without its per-row field count;
 - `perfgate check` on the zoo capture with N extra columns, each a fresh process: the time per
   extra column stays flat when column lookups are linear (they were quadratic: 80,000 columns
   took 29 s).
@@ -62,6 +63,33 @@ def guard(workdir: Path, repeat: int) -> None:
     print(f"| nesting guard before | {old:.4f} | {old / load:.4f} |")
 
 
+def rows(workdir: Path, repeat: int) -> None:
+    """The per-row field count of the scan (a row with a field missing or extra is refused)
+    against the same scan without it, on a 2,000-launch `--set full` capture."""
+    import scale
+
+    from perfgate.ingest import raw_csv
+
+    path = workdir / "full-2000.csv"
+    scale.make_capture(path, 2000, 8)
+
+    def scan() -> None:
+        raw_csv._scan(lambda: path.open("rb"), str(path))
+
+    with_check = min(timeit.repeat(scan, number=1, repeat=repeat))
+    counted = raw_csv._field_count
+    raw_csv._field_count = lambda raw, row, expected: expected  # type: ignore[assignment]
+    try:
+        without = min(timeit.repeat(scan, number=1, repeat=repeat))
+    finally:
+        raw_csv._field_count = counted
+    size = path.stat().st_size / 1e6
+    print(
+        f"\nscan of a 2,000-launch --set full capture ({size:.0f} MB): {with_check:.3f} s with "
+        f"the row check, {without:.3f} s without ({with_check / without:.2f}x)"
+    )
+
+
 def _wide(path: Path, extra: int) -> None:
     lines = CAPTURE.read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
@@ -104,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         guard(Path(tmp), args.repeat)
+        rows(Path(tmp), args.repeat)
         columns(Path(tmp), [int(n) for n in args.columns.split(",")], args.repeat)
     return 0
 

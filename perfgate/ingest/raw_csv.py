@@ -226,24 +226,26 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                     )
                 layout.last_row = row
                 if layout.broken_row is None:
-                    count = _field_count(raw, row)
+                    count = _field_count(raw, row, len(layout.header))
                     if count != len(layout.header):
                         layout.broken_row = (number + 1, count)
             offset += size
     return layout
 
 
-def _field_count(raw: bytes, row: str) -> int:
-    """How many fields a launch row has. ncu quotes every field, so the separators are
-    counted without parsing; a row written otherwise (or a `","` inside a field, which would
-    overcount) is parsed."""
+def _quotes(line: bytes) -> int:
+    import numpy as np  # pandas' own dependency, loaded with it; 6x faster than bytes.count
+
+    return int(np.count_nonzero(np.frombuffer(line, dtype=np.uint8) == 34))
+
+
+def _field_count(raw: bytes, row: str, expected: int) -> int:
+    """How many fields a launch row has. ncu quotes every field, so a row of `expected` fields
+    without quotes inside them holds exactly 2 x `expected` quotes, which one vectorised count
+    finds; any other row is parsed."""
     line = raw.rstrip(b"\r\n")
-    if (
-        line.startswith(b'"')
-        and line.endswith(b'"')
-        and line.count(b'"') == 2 * (line.count(b'","') + 1)
-    ):
-        return line.count(b'","') + 1
+    if line[:1] == b'"' and line[-1:] == b'"' and _quotes(line) == 2 * expected:
+        return expected
     return len(_parse_row(row.rstrip("\r\n")))
 
 
