@@ -392,3 +392,21 @@ def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:
     chart = _mermaid("k", {'x"]\n```\n@everyone': 50.0}, {"wait": 10.0})
     assert chart.count("```") == 2 and chart.endswith("```\n")
     assert "@everyone" not in chart and '"xeveryone"' in chart
+
+
+def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:
+    """ncu's log lines are kept to find its errors and warnings; 10,000 of 16 MiB each would be
+    160 GB, so each is cut to 4,096 characters."""
+    from perfgate.ingest.raw_csv import _scan
+
+    path = tmp_path / "log.csv"
+    path.write_text(
+        ("==WARNING== " + "w" * 100_000 + "\n") * 3
+        + CAPTURE.read_text()
+        + "==PROF== "
+        + "p" * 100_000
+        + "\n"
+    )
+    layout = _scan(lambda: path.open("rb"), str(path))
+    kept = layout.log_before + layout.log_after
+    assert len(kept) >= 4 and all(len(line) <= 4096 for line in kept)

@@ -123,6 +123,7 @@ def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
 
 
 _KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
+_LOG_LINE = 4096  # characters kept of each: 10,000 lines of 16 MiB would be 160 GB
 
 
 @dataclass
@@ -196,11 +197,11 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                             )
                         layout.header, layout.header_offset = fields, offset
                 if layout.header is None and _is_log(text) and len(layout.log_before) < _KEEP_LOG:
-                    layout.log_before.append(text)
+                    layout.log_before.append(text[:_LOG_LINE])
             elif in_trailer or raw.startswith(b"=="):
                 in_trailer = True
                 if len(layout.log_after) < _KEEP_LOG:
-                    layout.log_after.append(_text(raw, path, first=False))
+                    layout.log_after.append(_text(raw, path, first=False)[:_LOG_LINE])
             elif raw.strip():
                 row = _text(raw, path, first=False)
                 if b"\r" in raw.rstrip(b"\r\n"):
