@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from perfgate import patterns
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
@@ -58,7 +60,7 @@ class KernelMatch:
             return False
         if self.name is not None and launch.name != self.name:
             return False
-        if self.regex is not None and not re.search(self.regex, launch.name):
+        if self.regex is not None and not patterns.search(self.regex, launch.name):
             return False
         if self.block is not None and launch.block != self.block:
             return False
@@ -214,19 +216,49 @@ _PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
 _PLAIN_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 
 
+_BOOL = "tag:yaml.org,2002:bool"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+# Scalars a baseline can hold; any other tag (!!binary, !!set, !!omap, !!pairs, a Python tag) is
+# refused: none builds anything a baseline needs, and each would reach code that expects plain
+# JSON-like data.
+_SCALAR_TAGS = frozenset({_STR, _INT, _FLOAT, _NULL, _BOOL, _TIMESTAMP})
+
+
+class _BadNode(Exception):
+    """A node that cannot become baseline data; the caller words it with its JSON path."""
+
+
+def _tag_name(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org") else tag
+
+
 def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
     """A scalar as the safe constructor builds it; the common spellings without its
-    machinery (a baseline is mostly numbers and names), every other one through it."""
+    machinery (a baseline is mostly numbers and names), every other one through it. A value
+    its tag cannot hold (`!!int abc`, `!!timestamp 2020-13-45`, a 5,000-digit integer) is a
+    _BadNode, never the constructor's ValueError; a date stays the text it is written as."""
     tag, text = node.tag, node.value
     if tag == _STR:
         return text
-    if tag == _INT and _PLAIN_INT.match(text):
+    if tag == _INT and _PLAIN_INT.match(text) and len(text) < 20:
         return int(text)
     if tag == _FLOAT and _PLAIN_FLOAT.match(text):
         return float(text)
     if tag == _NULL:
         return None
-    return loader.construct_object(node, deep=True)
+    if tag not in _SCALAR_TAGS:
+        raise _BadNode(
+            f"the YAML tag {_tag_name(tag)} is not allowed in a baseline: only plain YAML "
+            "data is allowed (maps, lists, strings, numbers, booleans, null)"
+        )
+    try:
+        value = loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise
+    except Exception:  # each constructor fails its own way: ValueError, KeyError, AttributeError
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise _BadNode(f"{shown!r} is not a valid {_tag_name(tag)} value") from None
+    return text if tag == _TIMESTAMP else value
 
 
 def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]:
@@ -250,11 +282,19 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
                     path, f"line {line}: YAML anchors and aliases are not allowed in a baseline"
                 )
             seen.add(id(node))
-            if isinstance(node, yaml.ScalarNode):
-                built[id(node)] = _scalar(node, loader)
-                continue
-            if node.tag not in (_MAP, _SEQ):
-                built[id(node)] = loader.construct_object(node, deep=True)
+            if isinstance(node, yaml.ScalarNode) or node.tag not in (_MAP, _SEQ):
+                try:
+                    if not isinstance(node, yaml.ScalarNode):
+                        raise _BadNode(
+                            f"the YAML tag {_tag_name(node.tag)} is not allowed in a baseline: "
+                            "only plain YAML data is allowed (maps, lists, strings, numbers, "
+                            "booleans, null)"
+                        )
+                    built[id(node)] = _scalar(node, loader)
+                except _BadNode as exc:
+                    line = node.start_mark.line + 1
+                    message = f"{format_path(where)}: {exc} (line {line})"
+                    raise _problem(path, message, [message]) from None
                 continue
             stack.append((node, where, True))
             if isinstance(node, yaml.MappingNode):
@@ -270,14 +310,16 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
             lines: dict[Any, int] = {}
             for key, value in node.value:
                 k = built.pop(id(key))
-                try:
-                    hash(k)
-                except TypeError:
-                    raise _problem(
-                        path,
-                        f"line {key.start_mark.line + 1}: a mapping key must be a plain value",
-                    ) from None
                 line = key.start_mark.line + 1
+                if not isinstance(k, str):
+                    # Every key of a baseline is a name; a number, a boolean (`on:`), a null
+                    # or a list as a key would reach code that sorts and prints names.
+                    shown = repr(k) if len(repr(k)) <= 40 else repr(k)[:40] + "..."
+                    message = (
+                        f"{format_path(where)}: a mapping key must be a string, "
+                        f"not {shown} ({type(k).__name__}; quote it) (line {line})"
+                    )
+                    raise _problem(path, message, [message])
                 if k in mapping:
                     also = f"line {line}; also line {lines[k]}"
                     problems.append(f"{format_path([*where, str(k)])}: duplicate key ({also})")
@@ -294,10 +336,16 @@ def _read_text(path: str) -> str:
     try:
         if p.is_dir():
             raise _problem(path, "is a directory, not a baseline file")
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            raise _problem(path, f"is {size:,} bytes; a baseline is at most {MAX_BYTES:,}")
-        data = p.read_bytes()
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise _problem(path, "is not a regular file (a FIFO or a device), not a baseline file")
+        # What is read is bounded, not what the file says its size is (a file that grows, or
+        # a /proc file that says 0).
+        with p.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise _problem(
+                path, f"is over {MAX_BYTES:,} bytes; a baseline is at most {MAX_BYTES:,}"
+            )
     except FileNotFoundError as exc:
         raise _problem(path, "no such file") from exc
     except OSError as exc:
@@ -320,29 +368,45 @@ def _mark(exc: yaml.MarkedYAMLError) -> str:
 
 MAX_NESTING = 64
 MAX_INDENT = 512
+_BRACKETS_ONLY = (bytes.maketrans(b"{}", b"[]"), bytes(range(256)).translate(None, b"[]{}"))
+# Indentation and the block indicators before a line's content, as one run of blanks.
+_LEADING = bytes.maketrans(b"\t-?:", b"    ")
 
 
 def _check_nesting(text: str, path: str) -> None:
     """Refuse nesting no baseline needs (a real one is 6 levels deep) before a parser sees it:
-    libyaml recurses in C and a document nested 100,000 levels deep crashes the process
-    (seen: segmentation fault), which no exception handler can catch. Brackets are counted
-    even inside strings, so the bound is conservative; kernel names nest a few levels."""
-    depth = deepest = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif ch in "]}" and depth:
-            depth -= 1
-    if deepest > MAX_NESTING:
+    libyaml's composer recurses in C and a document nested 30,000 levels deep crashes the
+    process (seen: segmentation fault), which no exception handler can catch. A document
+    nests by flow brackets and by block collections; a block collection opens at a column
+    beyond its parent's, by indentation or by indicators on one line (`- - - x`, `? - ? x`),
+    so bounding the columns a line's indentation and indicators span bounds block nesting.
+    Brackets are counted even inside strings, which keeps the bound conservative. Costs a few
+    milliseconds for a 3 MB baseline (C-level byte operations only; docs/limits.md)."""
+    data = text.encode("utf-8", "surrogatepass")
+    # Innermost bracket pairs removed a level per pass: the passes are the matched depth,
+    # what is left unmatched ("]]][[[") adds to it; more passes than the limit never run.
+    brackets = data.translate(*_BRACKETS_ONLY)
+    depth = 0
+    while brackets and depth <= MAX_NESTING:
+        inner = brackets.replace(b"[]", b"")
+        if len(inner) == len(brackets):
+            break
+        brackets, depth = inner, depth + 1
+    depth += brackets.count(b"[")
+    if depth > MAX_NESTING:
         raise _problem(
-            path, f"YAML nested {deepest} levels deep; a baseline needs fewer than {MAX_NESTING}"
+            path,
+            f"YAML nested more than {MAX_NESTING} levels deep in brackets; a baseline needs "
+            f"fewer than {MAX_NESTING}",
         )
-    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
-    if indent > MAX_INDENT:
+    leading = b"\n" + data.translate(_LEADING)
+    at = leading.find(b"\n" + b" " * (MAX_INDENT + 1))
+    if at >= 0:
+        line = leading.count(b"\n", 0, at + 1)
         raise _problem(
-            path, f"a line is indented by {indent} spaces; a baseline needs fewer than {MAX_INDENT}"
+            path,
+            f"line {line}: indentation and block indicators ('- - - ...') span more than "
+            f"{MAX_INDENT} columns; a baseline nests far less deeply",
         )
 
 
@@ -368,6 +432,8 @@ def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
         raise _problem(path, f"{_mark(exc)}not valid YAML: {exc.problem}") from exc
     except yaml.YAMLError as exc:
         raise _problem(path, f"not valid YAML: {exc}") from exc
+    except RecursionError as exc:  # the pure-Python parser, within the bounds above
+        raise _problem(path, "the document is nested too deeply to parse") from exc
     return data, node
 
 
@@ -489,11 +555,17 @@ def parse_baseline(text: str, name: str) -> Baseline:
         regex = kernel["match"].get("regex")
         if regex is not None:
             try:
-                re.compile(regex)
+                patterns.compile_pattern(regex)
             except re.error as exc:
                 problems.append(
                     f"{format_path(['kernels', i, 'match', 'regex'])}: "
                     f"not a valid regular expression: {exc}"
+                )
+            except patterns.UnsafePattern as exc:
+                line = line_of(["kernels", i, "match", "regex"])
+                problems.append(
+                    f"{format_path(['kernels', i, 'match', 'regex'])}: {regex!r} {exc}"
+                    + (f" (line {line})" if line else "")
                 )
         for metric, entry in kernel["metrics"].items():
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)

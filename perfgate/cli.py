@@ -36,8 +36,11 @@ def _settings() -> Settings:
 
 
 def _fail(lines: list[str], code: ExitCode) -> None:
+    from perfgate.reports.escape import log_line
+
     for line in lines:
-        click.echo(f"perfgate: error: {line}", err=True)
+        # A message may quote a kernel name or a file's text: one line each, whatever it holds.
+        click.echo(f"perfgate: error: {log_line(line)}", err=True)
     sys.exit(int(code))
 
 
@@ -249,6 +252,7 @@ def check_command(
     allow_other_gpu: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
+    from perfgate.fileio import check_outputs
     from perfgate.gate import (
         CheckRequest,
         ReportOutputs,
@@ -286,6 +290,7 @@ def check_command(
             click.echo(github_report.render(report, files, level), nl=False, err=True)
 
     try:
+        check_outputs([junit_path, markdown_path, json_path, pr_comment_path], baselines + captures)
         report = run_check(
             CheckRequest(
                 baselines,
@@ -295,6 +300,8 @@ def check_command(
             )
         )
     except PerfgateError as exc:
+        # An output that is an input, or not a regular file, is never written to.
+        outputs = _without(outputs, exc.path)
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))
         annotate(problem)
@@ -304,8 +311,17 @@ def check_command(
         except PerfgateError as also:  # the report could not be written either: say both
             _fail([*exc.lines(), *also.lines()], exc.exit_code)
         raise
+    except Exception as exc:  # a bug: no report of an earlier run may stay to claim a result
+        _replace_stale(outputs, exc)
+        raise
     code = policy_exit_code(report, policy)
-    write_reports(report, outputs)
+    try:
+        write_reports(report, outputs)
+    except PerfgateError:
+        raise
+    except Exception as exc:
+        _replace_stale(outputs, exc)
+        raise
     write_step_outputs(report, outputs, code)
     annotate(report)
     if fmt == "text":
@@ -334,6 +350,35 @@ def check_command(
             err=True,
         )
     sys.exit(int(code))
+
+
+def _without(outputs: Any, path: str | None) -> Any:
+    """The report outputs less the one a problem is about (it may be an input)."""
+    from dataclasses import fields, replace
+
+    if path is None:
+        return outputs
+    return replace(
+        outputs, **{f.name: None for f in fields(outputs) if getattr(outputs, f.name) == path}
+    )
+
+
+def _replace_stale(outputs: Any, exc: Exception) -> None:
+    """After an internal error, each report file asked for says so, or is removed: a report
+    left from an earlier run must not read as this run's result."""
+    from dataclasses import replace
+
+    from perfgate.fileio import remove_stale
+    from perfgate.gate import write_reports
+    from perfgate.verdict import Report
+
+    problem = Report(problems=(f"internal error: {type(exc).__name__}: {exc}",))
+    try:
+        write_reports(problem, replace(outputs, step_summary=None))
+    except Exception:  # the reporters themselves fail: leave no report at all
+        for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
+            if path:
+                remove_stale(path)
 
 
 @main.command("explain")
@@ -395,9 +440,11 @@ def record_command(
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
+    from perfgate.fileio import check_outputs
     from perfgate.gate import RecordRequest, run_record
     from perfgate.record import RecordSettings
 
+    check_outputs([output], captures)
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
     result = run_record(RecordRequest(captures, output, settings, overwrite))
     from perfgate.reports.format import counted

@@ -14,7 +14,7 @@ from perfgate.baseline_set import assign, expand
 from perfgate.compare import CheckSettings, check
 from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
 from perfgate.errors import ExitCode, UsageError
-from perfgate.fileio import write_text_atomic
+from perfgate.fileio import check_outputs, write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.kernels import group_launches, readable_ids, select
 from perfgate.lifecycle import EditPlan, plan_accept, plan_update, stamp
@@ -137,6 +137,9 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
     # ruamel.yaml is only needed to edit a baseline: checks never import it.
     from perfgate.baseline_edit import apply as apply_plan
 
+    target = request.output or request.baseline
+    # The baseline itself is the intended output (an edit in place); a capture never is.
+    check_outputs([target], request.captures)
     baseline = load_baseline(request.baseline)
     capture = read_captures(request.captures)
     check_values(capture)
@@ -151,7 +154,6 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
             add_new=request.add_new,
         )
     text = Path(request.baseline).read_text(encoding="utf-8-sig")
-    target = request.output or request.baseline
     if not plan.edits and plan.fingerprint in (None, baseline.fingerprint):
         return EditResult(target, plan, False)
     edited = apply_plan(text, baseline, plan, request.reason, stamp(request.by))

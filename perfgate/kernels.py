@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from perfgate.capture import Dim3, Launch
 from perfgate.errors import UsageError
 from perfgate.kernel_names import normalise, short_name
+from perfgate.patterns import UnsafePattern, compile_pattern, search
 
 # Instruction counts of one kernel at one shape are exact (NCU_FACTS: cuDNN within 0.3%);
 # two GEMMs served by one persistent kernel differ by their problem size, far more than this.
@@ -33,15 +34,21 @@ _NVTX_RANGE = re.compile(r'"[^":]*:([^":]+):')
 def select(launches: Sequence[Launch], patterns: Sequence[str]) -> list[Launch]:
     """The launches whose name matches one of the --kernel regular expressions (all when
     none is given); an invalid expression, or one that matches nothing, is a usage error."""
-    compiled = []
     for pattern in patterns:
         try:
-            compiled.append(re.compile(pattern))
+            compile_pattern(pattern)
         except re.error as exc:
             raise UsageError(
                 f"--kernel {pattern!r} is not a valid regular expression: {exc}"
             ) from exc
-    chosen = [la for la in launches if not compiled or any(p.search(la.name) for p in compiled)]
+        except UnsafePattern as exc:
+            raise UsageError(f"--kernel {pattern!r} {exc}") from exc
+    # Each name once: a capture repeats a few names over thousands of launches.
+    picked: dict[str, bool] = {}
+    for la in launches:
+        if la.name not in picked:
+            picked[la.name] = not patterns or any(search(p, la.name) for p in patterns)
+    chosen = [la for la in launches if picked[la.name]]
     if not chosen:
         names = sorted({short_name(la.name) for la in launches})
         raise UsageError(

@@ -223,3 +223,82 @@ def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.Da
     light = without_bulk(doc)
     if light is not None and not schema_errors(light, "baseline.schema.json", lambda p: None):
         assert schema_errors(doc, "baseline.schema.json", lambda p: None) == []
+
+
+# Hostile YAML (issue 15): tags with values not of their type, keys that are not strings,
+# nesting by block indicators on one line as well as by brackets and indentation.
+_Y_TAGS = ["!!int", "!!float", "!!bool", "!!null", "!!str", "!!timestamp", "!!binary", "!!set",
+         "!!omap", "!!seq", "!!map", "!!python/none", "!local"]  # fmt: skip
+_Y_SCALARS = ["abc", "2020-13-45", "~", "1e999", ".nan", "0x1F", "1:30", "yes", "1" + "0" * 5000,
+            "[a", "{a: 1}", "[1, 2]", "'x'", "@x", "- x"]  # fmt: skip
+_Y_KEYS = ["1.5", "1", "true", "null", "[a, b]", "'1.5'", "on", "<<", "value"]
+_Y_FRAGMENT = st.one_of(
+    st.tuples(st.sampled_from(_Y_TAGS), st.sampled_from(_Y_SCALARS)).map(" ".join),
+    st.sampled_from(_Y_SCALARS),
+    st.tuples(st.sampled_from(_Y_KEYS), st.sampled_from(_Y_SCALARS)).map(lambda t: f"{{{t[0]}: {t[1]}}}"),
+    st.tuples(st.sampled_from(["- ", "? ", "[", "{", "- !t "]), st.integers(0, 700)).map(
+        lambda t: "\n" + t[0] * t[1] + "x"
+    ),
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.lists(_Y_FRAGMENT, min_size=1, max_size=3), st.sampled_from(["value", "min", "shares"]))
+def test_hostile_yaml_ends_in_a_result_or_one_error_per_problem(
+    fragments: list[str], key: str
+) -> None:
+    text = (
+        "format_version: 2\nkernels:\n- id: k\n  match: {name: k}\n  metrics:\n"
+        f"    dominant_stall: {{value: wait, {key}: {' '.join(fragments)}}}\n"
+    )
+    with _file(text, ".yaml") as path:
+        try:
+            load_baseline(path)
+        except PerfgateError as exc:
+            assert exc.lines() and all(line.startswith(path) for line in exc.lines())
+
+
+@SETTINGS
+@given(st.integers(1, 9), st.sampled_from([-2, -1, 1, 2]))
+def test_a_launch_row_with_fields_missing_or_extra_is_refused(row: int, change: int) -> None:
+    """Never dropped or padded: a row in the middle of a capture whose field count is not the
+    header's is an error naming its line."""
+    lines = SMALL.splitlines(keepends=True)
+    i = _AT + 2 + row
+    fields = lines[i].rstrip("\n").removesuffix('"').split('","')
+    fields = fields[:change] if change < 0 else fields + ["7"] * change
+    lines[i] = '","'.join(fields) + '"\n'
+    with _file("".join(lines)) as path:
+        try:
+            read_capture(path)
+        except PerfgateError as exc:
+            assert f"line {i + 1}:" in str(exc), str(exc)
+        else:
+            raise AssertionError("a broken row was read")
+
+
+_R_ATOM = st.sampled_from(["a", "b", ".", r"\w", "[ab]", "(a)", "(?:a|b)", "(a|ab)", "x"])
+_R_QUANT = st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{2,}", "*?"])
+_R_REGEX = st.recursive(
+    st.tuples(_R_ATOM, _R_QUANT).map("".join),
+    lambda inner: st.tuples(st.lists(inner, min_size=1, max_size=3), _R_QUANT).map(
+        lambda t: "(" + "".join(t[0]) + ")" + t[1]
+    ),
+    max_leaves=6,
+)
+
+
+@SETTINGS
+@given(st.lists(_R_REGEX, min_size=1, max_size=3).map("".join), st.sampled_from(["", "$", "!"]))
+def test_a_pattern_perfgate_accepts_does_not_backtrack_exponentially(body: str, end: str) -> None:
+    import re
+
+    from perfgate import patterns
+
+    pattern = body + end
+    try:
+        patterns.compile_pattern(pattern)
+    except (patterns.UnsafePattern, re.error):
+        return
+    patterns._spent.pop(pattern, None)
+    patterns.search(pattern, "a" * 26 + "!")  # PatternTimeout fails the test

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import stat
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -34,6 +35,14 @@ def read_capture(path: str | Path, wanted: Callable[[str], bool] | None = None) 
     try:
         if p.is_dir():
             raise CaptureError("is a directory, not a capture file", name)
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            # A FIFO cannot be read twice (perfgate scans a capture, then reads its columns)
+            # and a device such as /dev/zero never ends.
+            kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+            raise CaptureError(
+                f"is {kind}; perfgate reads captures from regular files (save it first)", name
+            )
         with p.open("rb") as fh:
             head = fh.read(4)
     except FileNotFoundError as exc:

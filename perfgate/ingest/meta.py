@@ -10,6 +10,7 @@ for its type, and never trusted to change how the capture itself is read.
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,8 @@ def read_meta(capture_path: str) -> CaptureMeta:
     """The sidecar of `capture_path`, or an empty CaptureMeta when there is none."""
     path = sidecar_path(capture_path)
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
+            raise CaptureError("not a regular file", path)
         with path.open("rb") as fh:
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:

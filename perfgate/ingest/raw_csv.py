@@ -9,8 +9,9 @@ row after the header; every field quoted; thousands separators.
 from __future__ import annotations
 
 import csv
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -46,7 +47,8 @@ def split_columns(header: list[str]) -> tuple[list[str], list[str]]:
     `--set full` also writes source-counter columns such as `inst_executed`)."""
     before = header[: header.index(KERNEL_NAME)]
     nvtx = [c for c in before if c not in IDENTITY]
-    metrics = [c for c in header if c not in IDENTITY and c not in nvtx]
+    skip = IDENTITY | set(nvtx)
+    metrics = [c for c in header if c not in skip]
     return nvtx, metrics
 
 
@@ -64,7 +66,64 @@ def _parse_row(line: str) -> list[str]:
 
 Opener = Callable[[], BinaryIO]
 _BINARY_PROBE = 65536
+# Limits on what is READ (after gzip), not on a file's size on disk (docs/limits.md): a
+# `--set full` header of ~2,200 columns is ~130 KB and a launch row less, so a line of 16 MiB is
+# no ncu output; one gigabyte-long line inside a megabyte of gzip is refused after 16 MiB.
+MAX_LINE = 16 * 1024 * 1024
+MAX_COLUMNS = 50_000
+MAX_NAME = 32 * 1024  # characters of a kernel name (long C++ template names run to a few KB)
+MAX_BYTES_ENV = "PERFGATE_MAX_CAPTURE_BYTES"
+MAX_BYTES = 4 * 1024**3  # a 50,000-launch `--set full` capture is 0.8 GB
+
+
+MAX_LAUNCHES_ENV = "PERFGATE_MAX_LAUNCHES"
+# Memory follows launches x the columns a check reads (~25 bytes a value): 50,000 launches of
+# `--set full` check in 270 MB (docs/scale.md). Rows of a few bytes each inside a gzip bomb
+# would otherwise reach gigabytes within the byte limit.
+MAX_LAUNCHES = 100_000
+
+
+def _limit(env: str, default: int) -> int:
+    try:
+        return int(os.environ.get(env, "")) or default
+    except ValueError:
+        return default
+
+
+def max_bytes() -> int:
+    """The most bytes of one capture perfgate reads (after gzip); $PERFGATE_MAX_CAPTURE_BYTES
+    raises it for a capture larger than any seen."""
+    return _limit(MAX_BYTES_ENV, MAX_BYTES)
+
+
+def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
+    """The file's lines, each read with a bound, and the whole with a bound: a line or a file
+    beyond them is refused before it is held in memory."""
+    limit, total = max_bytes(), 0
+    number = 0
+    while True:
+        raw = fh.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE:
+            raise CaptureError(
+                f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output "
+                "(docs/limits.md)",
+                path,
+            )
+        total += len(raw)
+        if total > limit:
+            raise CaptureError(
+                f"holds more than {limit:,} bytes (after gzip); perfgate reads at most that "
+                f"much of one capture (raise it with {MAX_BYTES_ENV}; docs/limits.md)",
+                path,
+            )
+        yield raw
+
+
 _KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
+_LOG_LINE = 4096  # characters kept of each: 10,000 lines of 16 MiB would be 160 GB
 
 
 @dataclass
@@ -79,6 +138,9 @@ class _Layout:
     log_before: list[str] = field(default_factory=list)
     log_after: list[str] = field(default_factory=list)
     content: bool = False
+    # The first launch row (its line number, fields counted) whose field count is not the
+    # header's; the last row gets its own message (a file cut off).
+    broken_row: tuple[int, int] | None = None
 
 
 def _text(raw: bytes, path: str, first: bool) -> str:
@@ -110,13 +172,14 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
     "Kernel Name" column), the units row, how many launch rows follow before ncu's next log
     line, and ncu's log lines around them. Nothing but those few lines is kept."""
     layout = _Layout()
+    max_launches = _limit(MAX_LAUNCHES_ENV, MAX_LAUNCHES)
     offset = 0
     in_trailer = False
     with open_binary() as fh:
         if b"\x00" in fh.read(_BINARY_PROBE):
             raise CaptureError("binary data, not an ncu CSV capture or .ncu-rep report", path)
         fh.seek(0)
-        for number, raw in enumerate(fh):
+        for number, raw in enumerate(_lines(fh, path)):
             size = len(raw)
             if not layout.content and raw.strip():
                 layout.content = True
@@ -125,15 +188,29 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                 if KERNEL_NAME in text:
                     fields = _parse_row(text.rstrip("\r\n"))
                     if KERNEL_NAME in fields:
+                        if len(fields) > MAX_COLUMNS:
+                            raise CaptureError(
+                                f"the CSV header has {len(fields):,} columns; ncu writes "
+                                f"about 2,200 with --set full, perfgate reads at most "
+                                f"{MAX_COLUMNS:,} (docs/limits.md)",
+                                path,
+                            )
                         layout.header, layout.header_offset = fields, offset
                 if layout.header is None and _is_log(text) and len(layout.log_before) < _KEEP_LOG:
-                    layout.log_before.append(text)
+                    layout.log_before.append(text[:_LOG_LINE])
             elif in_trailer or raw.startswith(b"=="):
                 in_trailer = True
                 if len(layout.log_after) < _KEEP_LOG:
-                    layout.log_after.append(_text(raw, path, first=False))
+                    layout.log_after.append(_text(raw, path, first=False)[:_LOG_LINE])
             elif raw.strip():
                 row = _text(raw, path, first=False)
+                if b"\r" in raw.rstrip(b"\r\n"):
+                    # pandas ends a row at a lone CR, this scan does not: they would disagree
+                    # on what the rows are.
+                    raise CaptureError(
+                        f"line {number + 1}: a carriage return inside a launch row: not ncu output",
+                        path,
+                    )
                 if layout.units is None and layout.rows == 0:
                     fields = _parse_row(row.rstrip("\r\n"))
                     if _is_units_row(fields, layout.header):
@@ -141,9 +218,36 @@ def _scan(open_binary: Opener, path: str) -> _Layout:
                         offset += size
                         continue
                 layout.rows += 1
+                if layout.rows > max_launches:
+                    raise CaptureError(
+                        f"holds more than {max_launches:,} launches; "
+                        f"perfgate reads at most that many from one capture (raise it with "
+                        f"{MAX_LAUNCHES_ENV}; docs/limits.md)",
+                        path,
+                    )
                 layout.last_row = row
+                if layout.broken_row is None:
+                    count = _field_count(raw, row, len(layout.header))
+                    if count != len(layout.header):
+                        layout.broken_row = (number + 1, count)
             offset += size
     return layout
+
+
+def _quotes(line: bytes) -> int:
+    import numpy as np  # pandas' own dependency, loaded with it; 6x faster than bytes.count
+
+    return int(np.count_nonzero(np.frombuffer(line, dtype=np.uint8) == 34))
+
+
+def _field_count(raw: bytes, row: str, expected: int) -> int:
+    """How many fields a launch row has. ncu quotes every field, so a row of `expected` fields
+    without quotes inside them holds exactly 2 x `expected` quotes, which one vectorised count
+    finds; any other row is parsed."""
+    line = raw.rstrip(b"\r\n")
+    if line[:1] == b'"' and line[-1:] == b'"' and _quotes(line) == 2 * expected:
+        return expected
+    return len(_parse_row(row.rstrip("\r\n")))
 
 
 def _refuse_other_pages(header: list[str], path: str) -> None:
@@ -202,10 +306,18 @@ def read_raw_csv(
     if not layout.rows:
         raise CaptureError("the CSV has a header but no kernel launches", path)
     _check_complete(layout.last_row, header, path)
+    if layout.broken_row is not None:
+        line, count = layout.broken_row
+        raise CaptureError(
+            f"line {line}: a launch row has {count} fields, the header {len(header)} (a field "
+            "missing or extra); perfgate never drops a row it cannot read",
+            path,
+        )
 
     nvtx_columns, metric_columns = split_columns(header)
     keep = [c for c in metric_columns if wanted is None or wanted(c) or c == DEVICE_NAME]
-    identity = [c for c in header if c not in metric_columns]
+    metric_set = set(metric_columns)  # a list here made 80,000 columns cost 29 s
+    identity = [c for c in header if c not in metric_set]
     usecols = list(dict.fromkeys([*identity, *keep]))
     units = dict(zip(header, layout.units, strict=True)) if layout.units else {}
     try:
@@ -303,6 +415,12 @@ def _to_capture(
     nvtx_values = [frame[c].tolist() for c in nvtx_columns]
     for i in range(len(frame)):
         name = str(names[i])
+        if len(name) > MAX_NAME:
+            raise CaptureError(
+                f"launch ID {ids[i]}: a kernel name of {len(name):,} characters; perfgate reads "
+                f"names of at most {MAX_NAME:,} (docs/limits.md)",
+                path,
+            )
         metrics = {col: converted[col][i] for col in keep}
         device = metrics.get(DEVICE_NAME)
         try:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from perfgate import __version__
 from perfgate.gate import ExplainResult
+from perfgate.reports.escape import log_text
 from perfgate.reports.format import value
 from perfgate.reports.json_report import diagnosis_dict
 from perfgate.reports.markdown import cell, code
@@ -19,7 +20,7 @@ def render_text(result: ExplainResult) -> str:
     lines += [f"warning: {w}" for w in result.warnings]
     for d in result.diagnoses:
         quadrant = f" [{d.quadrant}]" if d.quadrant else ""
-        lines.append(f"\n{d.kernel} ({d.launches} launches){quadrant}")
+        lines += ["", f"{d.kernel} ({d.launches} launches){quadrant}"]
         if d.name != d.kernel:
             lines.append(f"  {d.name}")
         for f in d.findings:
@@ -32,7 +33,7 @@ def render_text(result: ExplainResult) -> str:
         if not d.findings:
             lines.append("  - no rule fired")
         lines += [f"  (not evaluated: {rule})" for rule in d.not_evaluated]
-    return "\n".join(lines) + "\n"
+    return log_text(lines)
 
 
 def render_markdown(result: ExplainResult) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perfgate.reports.escape import no_mentions
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
@@ -59,9 +60,10 @@ PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
 
 
 def cell(text: str) -> str:
-    """Text that renders literally inside a GFM table cell or inline HTML."""
+    """Text that renders literally inside a GFM table cell or inline HTML, mentioning no one
+    and linking nowhere (reports.escape)."""
     out = []
-    for ch in text:
+    for ch in no_mentions(text):
         if ch in _SPECIAL:
             out.append(f"&#{ord(ch)};")
         elif ch in "\r\n\t":
@@ -133,7 +135,10 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
     reasons = sorted(
         set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
     )[:6]
-    labels = ", ".join(f'"{r}"' for r in reasons)
+    # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
+    labels = ", ".join(
+        '"' + "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40] + '"' for r in reasons
+    )
     now = ", ".join(f"{after.get(r, 0.0):.1f}" for r in reasons)
     then = ", ".join(f"{before.get(r, 0.0):.1f}" for r in reasons)
     # Mermaid titles are quoted strings: keep them to safe characters.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from perfgate.baseline import HistoryEntry
+from perfgate.reports.escape import log_text, one_line
 from perfgate.reports.format import value
 from perfgate.reports.markdown import cell, code
 from perfgate.review import BaselineDiff, BaselineView, KernelChange, MetricChange, MetricView
@@ -68,10 +69,10 @@ def show_text(v: BaselineView) -> str:
             if k.launches is not None
             else ""
         )
-        lines.append(f"\n{k.id}{launches}")
+        lines.extend(("", f"{k.id}{launches}"))
         lines.extend(_wrapped([_metric_text(m) for m in k.metrics]))
         lines.extend(f"  history: {_history_text(h)}" for h in k.history)
-    return "\n".join(lines) + "\n"
+    return log_text(lines)
 
 
 def _wrapped(items: list[str], width: int = 100) -> list[str]:
@@ -159,7 +160,7 @@ def diff_text(d: BaselineDiff, all_values: bool = False) -> str:
     lines.extend(f"  thresholds.{m}: {a} -> {b}" for m, a, b in d.thresholds)
     for k in d.kernels:
         lines.extend(_kernel_lines(k, lambda s: s, all_values))
-    return "\n".join(lines) + "\n"
+    return log_text(lines)
 
 
 def diff_markdown(d: BaselineDiff, all_values: bool = False) -> str:
@@ -172,7 +173,7 @@ def diff_markdown(d: BaselineDiff, all_values: bool = False) -> str:
         out.append("\n```diff\n")
         for k in d.kernels:
             out.extend(
-                line.replace("```", "'''") + "\n"
+                one_line(line).replace("```", "'''") + "\n"
                 for line in _kernel_lines(k, lambda s: s, all_values)
             )
         out.append("```\n")

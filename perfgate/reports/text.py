@@ -3,6 +3,7 @@ root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
+from perfgate.reports.escape import log_text
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     change,
@@ -84,4 +85,4 @@ def render(report: Report, verbose: bool = False) -> str:
         )
     if tail:
         lines.append(f"  ({'; '.join(tail)}; -v lists every kernel)")
-    return "\n".join(lines) + "\n"
+    return log_text(lines)

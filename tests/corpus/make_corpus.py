@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -88,8 +89,45 @@ def captures() -> dict[str, bytes | str]:
             "==PROF== Disconnected from process 4242\n"
         ),
         "prof-lines-only.txt": "==PROF== Connected to process 1 (/bin/true)\n==PROF== Disconnected from process 1\n",
+        # A launch row in the middle with a field missing, or one too many: pandas padded or
+        # cut it and the check passed.
+        "row-missing-field.csv": _edit_row(good, 5, lambda f: f[:-1]),
+        "row-extra-field.csv": _edit_row(good, 5, lambda f: [*f, "7"]),
+        # A stall counter that overflows a double: refused naming the column, never a NaN or an
+        # infinity in a report.
+        "infinite-stall.csv": _edit_row(
+            good,
+            3,
+            lambda f: _set(f, _column(good, "stalled_long_scoreboard_per_warp_active"), "1e999"),
+        ),
+        # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
+        "long-line.csv.gz": gzip.compress(
+            "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
+        ),
     }
     return out
+
+
+def _column(text: str, part: str) -> int:
+    import csv
+
+    lines, at = _rows(text)
+    return next(i for i, name in enumerate(next(csv.reader([lines[at]]))) if part in name)
+
+
+def _set(fields: list[str], i: int, value: str) -> list[str]:
+    return [*fields[:i], value, *fields[i + 1 :]]
+
+
+def _edit_row(text: str, n: int, edit: Callable[[list[str]], list[str]]) -> str:
+    """The capture with launch row `n` (0-based) changed by `edit`."""
+    import csv
+
+    lines, at = _rows(text)
+    i = at + 2 + n
+    fields = edit(next(csv.reader([lines[i]])))
+    lines[i] = ",".join(f'"{f}"' for f in fields) + "\n"
+    return "".join(lines)
 
 
 def _ambiguous(good: str) -> str:
@@ -143,6 +181,37 @@ def baselines() -> dict[str, str | bytes]:
         "no-kernels-key.yaml": "format_version: 1\n",
         # libyaml recursed in C on this one until the process died (segmentation fault).
         "deeply-nested.yaml": "format_version: 1\nkernels: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        # Block collections opened on one line nest as deeply (segmentation fault too).
+        "block-nesting-one-line.yaml": "format_version: 2\nkernels:\n" + "- " * 30_000 + "x\n",
+        "complex-keys-one-line.yaml": "? " * 30_000 + "x\n",
+        # Tags whose value is not of their type ended in an internal error (exit 3).
+        "bad-int-tag.yaml": minimal.replace("format_version: 1", "format_version: !!int abc"),
+        "bad-timestamp-tag.yaml": minimal + "provenance: {recorded_at: !!timestamp 2020-13-45}\n",
+        "bad-bool-tag.yaml": minimal + "identity: {nvtx: !!bool maybe}\n",
+        "huge-integer.yaml": minimal.replace("{value: 16,", "{value: 1" + "0" * 5000 + ","),
+        "binary-tag.yaml": minimal + "provenance: {note: !!binary aGVsbG8=}\n",
+        "set-tag.yaml": minimal + "provenance: !!set {a, b}\n",
+        # A key that is not a string passed validation and broke the check later.
+        "float-key-in-shares.yaml": minimal
+        + "    dominant_stall: {value: wait, shares: {1.5: 3, wait: 97}}\n",
+        "bool-key.yaml": minimal.replace("format_version: 1", "format_version: 1\non: 1"),
+        # Exponential backtracking against a kernel name: refused before any name is tried.
+        "catastrophic-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '(a+)+$'}"
+        ),
+        # Found by tests/fuzz.py (seeds yaml:459 and regex:15): the timestamp constructor
+        # failed with an AttributeError on a null, and optional items under `+` backtrack.
+        "timestamp-tag-on-null.yaml": minimal + "provenance: {recorded_at: !!timestamp ~}\n",
+        "optional-repeats-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '([ab]?(a)?)+x'}"
+        ),
+        # tests/fuzz.py regex:101271: bounded repeats multiplying unbounded ones.
+        "multiplied-repeats-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!'}"
+        ),
+        "backreference-regex.yaml": minimal.replace(
+            "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
+        ),
     }
 
 

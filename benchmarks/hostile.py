@@ -1,0 +1,141 @@
+"""What the defences against hostile input cost on ordinary input, and how the wide-capture
+path scales (docs/limits.md).
+
+- the YAML nesting guard (perfgate.baseline._check_nesting) against the whole load of a
+  1,000-kernel baseline recorded by benchmarks/scale.py, and against the guard it replaced
+  (a Python loop over every character and every line), in one process, best of --repeat;
+- the scan of a capture with and without its per-row field count;
+- `perfgate check` on the zoo capture with N extra columns, each a fresh process: the time per
+  extra column stays flat when column lookups are linear (they were quadratic: 80,000 columns
+  took 29 s).
+
+    python benchmarks/hostile.py
+    python benchmarks/hostile.py --columns 0,20000,40000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+CAPTURE = ROOT / "tests" / "data" / "h100" / "zoo-good-short-run1.csv"
+ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"
+
+
+def _old_guard(text: str) -> None:
+    """The guard before issue 15: brackets counted character by character, indentation line by
+    line (it missed `- - - x` on one line)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}" and depth:
+            depth -= 1
+    max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+
+
+def guard(workdir: Path, repeat: int) -> None:
+    import scale
+
+    from perfgate import baseline
+
+    path = workdir / "b1000.yaml"
+    scale.make_baseline(path, 1000, workdir, 2000)
+    text = path.read_text()
+    new = min(timeit.repeat(lambda: baseline._check_nesting(text, "x"), number=5, repeat=repeat))
+    old = min(timeit.repeat(lambda: _old_guard(text), number=1, repeat=repeat))
+    load = min(timeit.repeat(lambda: baseline.load_baseline(path), number=1, repeat=repeat))
+    new /= 5
+    print(f"baseline: 1,000 kernels, {len(text):,} bytes")
+    print("| | seconds | share of the load |\n|---|---|---|")
+    print(f"| load_baseline (guard included) | {load:.3f} | 1 |")
+    print(f"| nesting guard (issue 15) | {new:.4f} | {new / load:.4f} |")
+    print(f"| nesting guard before | {old:.4f} | {old / load:.4f} |")
+
+
+def rows(workdir: Path, repeat: int) -> None:
+    """The per-row field count of the scan (a row with a field missing or extra is refused)
+    against the same scan without it, on a 2,000-launch `--set full` capture."""
+    import scale
+
+    from perfgate.ingest import raw_csv
+
+    path = workdir / "full-2000.csv"
+    scale.make_capture(path, 2000, 8)
+
+    def scan() -> None:
+        raw_csv._scan(lambda: path.open("rb"), str(path))
+
+    with_check = min(timeit.repeat(scan, number=1, repeat=repeat))
+    counted = raw_csv._field_count
+    raw_csv._field_count = lambda raw, row, expected: expected  # type: ignore[assignment]
+    try:
+        without = min(timeit.repeat(scan, number=1, repeat=repeat))
+    finally:
+        raw_csv._field_count = counted
+    size = path.stat().st_size / 1e6
+    print(
+        f"\nscan of a 2,000-launch --set full capture ({size:.0f} MB): {with_check:.3f} s with "
+        f"the row check, {without:.3f} s without ({with_check / without:.2f}x)"
+    )
+
+
+def _wide(path: Path, extra: int) -> None:
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    with path.open("w") as fh:
+        fh.writelines(lines[:at])
+        for i, line in enumerate(lines[at:]):
+            value = "extra__c{}" if i == 0 else ("" if i == 1 else "1")
+            cells = "".join(f',"{value.format(j)}"' for j in range(extra))
+            fh.write(line.rstrip("\n") + cells + "\n")
+
+
+def columns(workdir: Path, counts: list[int], repeat: int) -> None:
+    print(
+        "\n| extra columns | perfgate check, s | over the plain capture, s | per 10,000 columns, s |"
+    )
+    print("|---|---|---|---|")
+    base = None
+    for n in counts:
+        path = workdir / f"wide-{n}.csv"
+        _wide(path, n)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "perfgate", "check", "-b", str(ZOO), "-c", str(path)],
+                capture_output=True, cwd=ROOT,
+            )  # fmt: skip
+            times.append(time.perf_counter() - start)
+            assert proc.returncode == 0, proc.stderr
+        t = min(times)
+        base = t if base is None else base
+        per = f"{(t - base) / n * 10_000:.3f}" if n else "-"
+        print(f"| {n:,} | {t:.2f} | {t - base:.2f} | {per} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--columns", default="0,10000,20000,40000")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        guard(Path(tmp), args.repeat)
+        rows(Path(tmp), args.repeat)
+        columns(Path(tmp), [int(n) for n in args.columns.split(",")], args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""Hostile and broken input, through the command line in a subprocess with a time and memory
+limit: a clear one-line error with its exit code, nothing the user had destroyed, no stale
+report, no temporary file left behind (docs/limits.md). The small hostile files are in
+tests/corpus; the large ones are made here, at test time."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfgate import fileio, patterns
+from perfgate.errors import UsageError
+from perfgate.reports.escape import log_line, log_text, no_mentions, one_line
+from perfgate.reports.markdown import cell
+from tests.conftest import DATA, ROOT
+
+ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"
+CAPTURE = DATA / "zoo-good-short-run1.csv"
+MEMORY = 2 * 1024**3  # address space, not resident memory: pandas and numpy reserve much
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def perfgate(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=timeout, preexec_fn=_limits,
+    )  # fmt: skip
+
+
+def _one_error(proc: subprocess.CompletedProcess[str], path: object, pattern: str) -> None:
+    assert proc.returncode == 2, proc.stderr + proc.stdout[-500:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"perfgate: error: {path}"), proc.stderr
+    assert pattern in lines[0], lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------- atomic writes
+
+_WRITER = "import sys; from perfgate.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"
+
+
+def _paused_writer(target: Path, **env: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(target)],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, fileio.PAUSE_ENV: "20", **env},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    assert "test pause before rename" in proc.stderr.readline()
+    return proc
+
+
+def test_a_write_killed_with_sigkill_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    proc = _paused_writer(target)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(10) == -signal.SIGKILL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+    assert target.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_without_o_tmpfile_a_terminated_write_cleans_up(tmp_path: Path, sig: int) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    proc = _paused_writer(target, **{fileio.NO_TMPFILE_ENV: "1"})
+    # The named temporary file exists while the writer waits: this is the other path.
+    assert any(p.name.startswith(".report.json.") for p in tmp_path.iterdir())
+    proc.send_signal(sig)
+    assert proc.wait(10) != 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+    assert target.read_text() == "old\n"
+
+
+def test_a_complete_write_replaces_the_file_and_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "b.yaml"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    fileio.write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and (target.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.xml"
+    real.write_text("old")
+    link = tmp_path / "link.xml"
+    link.symlink_to(real.name)
+    fileio.write_text_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == "real.xml"
+    assert real.read_text() == "new"
+
+
+def test_fifos_devices_and_folders_are_never_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target, kind in (
+        (fifo, "a FIFO"),
+        (Path("/dev/null"), "a device"),
+        (tmp_path, "a directory"),
+    ):
+        with pytest.raises(UsageError, match=f"is {kind}"):
+            fileio.write_text_atomic(target, "x")
+    assert fifo.exists() and not fifo.is_file()
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(CAPTURE), "--json", str(fifo), timeout=30)
+    _one_error(proc, fifo, "is a FIFO (named pipe); perfgate writes only regular files")
+
+
+# ------------------------------------------------------------------- outputs onto inputs
+
+
+def test_record_onto_its_capture_is_refused(tmp_path: Path) -> None:
+    capture = tmp_path / "cap.csv"
+    capture.write_bytes(CAPTURE.read_bytes())
+    proc = perfgate("baseline", "record", "-c", str(capture), "-o", str(capture))
+    _one_error(proc, capture, "is also an input: perfgate would replace it")
+    assert capture.read_bytes() == CAPTURE.read_bytes()
+
+
+def test_a_report_onto_an_input_is_refused_and_the_other_reports_say_so(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.yaml"
+    baseline.write_text(ZOO.read_text())
+    hard = tmp_path / "hard-link.yaml"
+    os.link(baseline, hard)
+    stale = tmp_path / "result.json"
+    stale.write_text('{"status": "passed"}')
+    for output in (baseline, hard):
+        proc = perfgate(
+            "check", "-b", str(baseline), "-c", str(CAPTURE), "--junit", str(output),
+            "--json", str(stale),
+        )  # fmt: skip
+        _one_error(proc, output, "is also an input")
+        assert baseline.read_text() == ZOO.read_text()
+        assert json.loads(stale.read_text())["status"] == "error"
+
+
+def test_two_reports_onto_one_file_are_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out.xml"
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(CAPTURE), "--junit", str(out), "--json", str(out))  # fmt: skip
+    _one_error(proc, out, "is also another output")
+
+
+# ----------------------------------------------------------------- stale reports after a bug
+
+
+def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from perfgate import cli, gate
+
+    paths = {name: tmp_path / f"r.{name}" for name in ("junit", "json", "markdown")}
+    for p in paths.values():
+        p.write_text("passed (an earlier run)")
+
+    def boom(request: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(gate, "run_check", boom)
+    args = ["check", "-b", str(ZOO), "-c", str(CAPTURE)]
+    for name, p in paths.items():
+        args += [f"--{name}", str(p)]
+    result = CliRunner().invoke(cli.main, args)
+    assert result.exit_code == 3
+    assert json.loads(paths["json"].read_text())["problems"] == [
+        "internal error: RuntimeError: a bug"
+    ]
+    assert all("earlier run" not in p.read_text() for p in paths.values())
+
+    # When the reporters are what fails, the files are removed instead.
+    def broken(*args: object, **kwargs: object) -> str:
+        raise ValueError("reporter bug")
+
+    monkeypatch.setattr(gate.json_report, "render", broken)
+    for p in paths.values():
+        p.write_text("passed (an earlier run)")
+    result = CliRunner().invoke(cli.main, args)
+    assert result.exit_code == 3
+    assert not any(p.exists() for p in paths.values())
+
+
+# --------------------------------------------------------------------- unbounded reading
+
+
+def test_dev_zero_and_fifos_are_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "cap.fifo"
+    os.mkfifo(fifo)
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", str(fifo), timeout=30), fifo, "is a FIFO")
+    _one_error(perfgate("baseline", "validate", "/dev/zero", timeout=30), "/dev/zero", "not a regular file")  # fmt: skip
+    _one_error(perfgate("baseline", "validate", str(fifo), timeout=30), fifo, "not a regular file")
+
+
+def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_path: Path) -> None:  # fmt: skip
+    path = tmp_path / "bomb.csv.gz"
+    head = "".join(CAPTURE.read_text().splitlines(keepends=True)[:7]).encode()
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"a" * (1 << 20)
+    with path.open("wb") as fh:
+        fh.write(z.compress(head))
+        for _ in range(1024):
+            fh.write(z.compress(chunk))
+        fh.write(z.compress(b"\n") + z.flush())
+    assert path.stat().st_size < 2 * 1024 * 1024
+    start = time.perf_counter()
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(path))
+    _one_error(proc, path, "line 8 is longer than 16,777,216 bytes")
+    assert time.perf_counter() - start < 30
+
+
+def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from perfgate.errors import CaptureError
+    from perfgate.ingest import read_capture
+    from perfgate.ingest.raw_csv import MAX_BYTES_ENV
+
+    monkeypatch.setenv(MAX_BYTES_ENV, "50000")
+    with pytest.raises(CaptureError, match="holds more than 50,000 bytes"):
+        read_capture(CAPTURE)
+    monkeypatch.setenv(MAX_BYTES_ENV, str(CAPTURE.stat().st_size))
+    assert read_capture(CAPTURE).launches
+
+
+def test_a_capture_over_the_launch_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfgate.errors import CaptureError
+    from perfgate.ingest import read_capture
+    from perfgate.ingest.raw_csv import MAX_LAUNCHES_ENV
+
+    monkeypatch.setenv(MAX_LAUNCHES_ENV, "26")
+    with pytest.raises(CaptureError, match="holds more than 26 launches"):
+        read_capture(CAPTURE)  # 27 launches
+    monkeypatch.setenv(MAX_LAUNCHES_ENV, "27")
+    assert len(read_capture(CAPTURE).launches) == 27
+
+
+def _wide(path: Path, extra: int) -> None:
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    with path.open("w") as fh:
+        fh.writelines(lines[:at])
+        for i, line in enumerate(lines[at:]):
+            value = "extra__c{}" if i == 0 else ("" if i == 1 else "1")
+            fh.write(line.rstrip("\n") + "".join(f',"{value.format(j)}"' for j in range(extra)) + "\n")  # fmt: skip
+
+
+def test_many_columns_cost_linear_time_and_too_many_are_refused(tmp_path: Path) -> None:
+    wide = tmp_path / "wide.csv"
+    _wide(wide, 45_000)  # quadratic column lookups took about a minute on this one
+    start = time.perf_counter()
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(wide))
+    assert proc.returncode == 0, proc.stderr
+    assert time.perf_counter() - start < 20
+    _wide(wide, 60_000)
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", str(wide)), wide, "perfgate reads at most 50,000")  # fmt: skip
+
+
+def test_an_overlong_kernel_name_is_refused(tmp_path: Path) -> None:
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    fields = lines[7].split('","')
+    fields[4] = "z" * 40_000 + fields[4]
+    lines[7] = '","'.join(fields)
+    path = tmp_path / "long-name.csv"
+    path.write_text("".join(lines))
+    _one_error(perfgate("check", "-b", str(ZOO), "-c", str(path)), path, "a kernel name of 40,")
+
+
+# --------------------------------------------------------------------------- regexes
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(a+)+$",
+        "(a*)*b",
+        "(a|ab)*c",
+        "(x+x+)+y",
+        r"(zoo)_\1",
+        "((a+)b?)+",
+        "(?:a|a)+$",
+        "([ab]?(a)?)+x",
+        "(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!",
+        r"(\w+_)+$",
+        "x" * 1001,
+    ],
+)
+def test_patterns_that_backtrack_exponentially_are_refused(pattern: str) -> None:
+    with pytest.raises(patterns.UnsafePattern):
+        patterns.compile_pattern(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["zoo_(coalescing|atomics)", r"^void cutlass::Kernel<.*>$", "gemm.*128x128", "sm90_xmma_.*_tn",
+     "(sm80|sm90)_.*", r"ampere_sgemm_\d+x\d+_nn", "a{1,3}(b{1,3}){1,3}", "(ab)+c", r"(_\d+){1,3}", r"sm\d+_xmma_gemm_\w+_\d+x\d+_\w+"],
+)  # fmt: skip
+def test_ordinary_kernel_patterns_are_accepted(pattern: str) -> None:
+    assert patterns.compile_pattern(pattern).pattern == pattern
+
+
+def test_a_search_that_backtracks_polynomially_ends_in_time(monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setattr(patterns, "SEARCH_SECONDS", 0.3)
+    monkeypatch.setattr(patterns, "_spent", {})
+    pattern = "a.*a.*a.*a.*a.*a.*b"
+    start = time.perf_counter()
+    with pytest.raises(patterns.PatternTimeout, match=r"took more than 0\.3 s"):
+        patterns.search(pattern, "a" * 3000)
+    assert time.perf_counter() - start < 2
+    with pytest.raises(patterns.PatternTimeout):  # the budget is spent for this pattern
+        patterns.search(pattern, "b")
+    assert patterns.search("zoo_a", "zoo_atomics")
+
+
+def test_kernel_option_with_a_catastrophic_regex_is_a_usage_error() -> None:
+    proc = perfgate("explain", "-c", str(CAPTURE), "-k", "(a+)+$", timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("perfgate: error: --kernel '(a+)+$' can take exponential time")
+
+
+# ------------------------------------------------------------------------- report text
+
+
+def test_text_output_cannot_start_a_workflow_command() -> None:
+    assert log_line("::error::pwned") == "\\x3a:error::pwned"
+    assert log_line("   ::set-output name=x::y").lstrip().startswith("\\x3a")
+    text = log_text(["REGRESSED  k\n::error::pwned", "ok\x1b[2J", "line\u2028::warning::x"])
+    assert not any(line.strip().startswith("::") for line in text.splitlines())
+    assert "\x1b" not in text and "\u2028" not in text and text.count("\n") == 3
+    assert one_line("tab\tstays") == "tab\tstays"
+
+
+def test_explain_escapes_a_kernel_name_that_is_a_workflow_command(tmp_path: Path) -> None:
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    body = [
+        line.replace('"zoo_coalescing(', '"::error title=pwned::zoo_coalescing(') for line in lines
+    ]
+    path = tmp_path / "names.csv"
+    path.write_text("".join(body[: at + 2] + body[at + 2 :]))
+    proc = perfgate("explain", "-c", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "error title=pwned" in proc.stdout
+    assert not any(line.strip().startswith("::") for line in proc.stdout.splitlines())
+
+
+def test_markdown_mentions_no_one_and_links_nowhere() -> None:
+    text = cell("==WARNING== ask @octocat, see https://evil.example and www.evil.example")
+    assert "@octocat" not in text and "https://" not in text and "www.evil" not in text
+    # Invisible: with the word joiners removed the text is what ncu wrote.
+    assert (
+        text.replace("\u2060", "")
+        == "==WARNING== ask @octocat, see https://evil.example and www.evil.example"
+    )
+    assert no_mentions("no mention here: a @ b") == "no mention here: a @ b"
+
+
+# ---------------------------------------------------------------------- nothing judged
+
+
+def test_a_check_where_every_comparison_is_skipped_does_not_pass(tmp_path: Path) -> None:
+    """A capture from a GPU without DRAM counters (CC 12.1) against a baseline gating DRAM
+    bytes only: nothing can be judged, which is unusable input (exit 2), never a pass."""
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+    rows = [line.replace('","9.0","', '","12.1","') for line in lines[at + 2 :]]
+    assert all('"12.1"' in row for row in rows)
+    capture = tmp_path / "cc121.csv"
+    capture.write_text("".join(lines[: at + 2] + rows))
+    baseline = tmp_path / "dram.yaml"
+    baseline.write_text(
+        "format_version: 2\nkernels:\n- id: zoo_coalescing\n  match: {function: zoo_coalescing}\n"
+        "  metrics:\n    dram_bytes: {value: 4200000}\n"
+    )
+    proc = perfgate("check", "-b", str(baseline), "-c", str(capture))
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stdout.startswith("perfgate check ERROR: 1 skipped")
+
+
+def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:
+    from perfgate.reports.markdown import _mermaid
+
+    chart = _mermaid("k", {'x"]\n```\n@everyone': 50.0}, {"wait": 10.0})
+    assert chart.count("```") == 2 and chart.endswith("```\n")
+    assert "@everyone" not in chart and '"xeveryone"' in chart
+
+
+def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:
+    """ncu's log lines are kept to find its errors and warnings; 10,000 of 16 MiB each would be
+    160 GB, so each is cut to 4,096 characters."""
+    from perfgate.ingest.raw_csv import _scan
+
+    path = tmp_path / "log.csv"
+    path.write_text(
+        ("==WARNING== " + "w" * 100_000 + "\n") * 3
+        + CAPTURE.read_text()
+        + "==PROF== "
+        + "p" * 100_000
+        + "\n"
+    )
+    layout = _scan(lambda: path.open("rb"), str(path))
+    kept = layout.log_before + layout.log_after
+    assert len(kept) >= 4 and all(len(line) <= 4096 for line in kept)
