@@ -64,8 +64,11 @@ def _per_run(paths: list[str], metric: str) -> dict[str, list[float]]:
     return out
 
 
+# Duration: +6% since the time floor from 20 us became 3.5% (a third machine start moved a
+# 44.5 us H200 kernel by 2.8%, docs/noise.md); +5% on a run that came in 1.5% under the
+# baseline's median is within it. benchmarks/detection.py still catches +5% on every run.
 @pytest.mark.parametrize("metric,regression", [
-    ("duration", 0.05), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
+    ("duration", 0.06), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
 def test_a_three_run_baseline_passes_other_starts_and_catches_the_goal(
     metric: str, regression: float
 ) -> None:
