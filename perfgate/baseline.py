@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from perfgate import yamlload
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
@@ -107,6 +108,9 @@ class KernelBaseline:
     # Values of metrics recorded for the differential diagnosis, not gated.
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
+    # The 1-based line of the kernel's entry in its file (None when not loaded from one): where
+    # it was written, not what it is, so not compared.
+    line: int | None = field(default=None, compare=False)
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:
@@ -318,8 +322,13 @@ def _check_nesting(text: str, path: str) -> None:
         )
 
 
-def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+def _parse_yaml(text: str, path: str) -> yamlload.Parsed:
     _check_nesting(text, path)
+    # Plain data (every baseline perfgate writes) is built from the parser's events; the
+    # nodes below decide and word everything else.
+    fast = yamlload.load(text, path, MAX_NESTING)
+    if fast is not None:
+        return fast
     try:
         loader = _SAFE_LOADER(text)
         try:
@@ -340,7 +349,7 @@ def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
         raise _problem(path, f"{_mark(exc)}not valid YAML: {exc.problem}") from exc
     except yaml.YAMLError as exc:
         raise _problem(path, f"not valid YAML: {exc}") from exc
-    return data, node
+    return yamlload.Parsed(data, text, node)
 
 
 def _dim3(value: Any) -> Dim3 | None:
@@ -417,10 +426,11 @@ def _check_metric(
 def load_baseline(path: str | Path) -> Baseline:
     name = str(path)
     text = _read_text(name)
-    data, root = _parse_yaml(text, name)
+    parsed = _parse_yaml(text, name)
+    data = parsed.data
     if data is None:
         raise _problem(name, "the file holds no YAML data (only comments or blank lines)")
-    line_of = _line_finder(root)
+    line_of = parsed.line_finder(_line_finder)
     if (
         isinstance(data, dict)
         and "format_version" in data
@@ -467,12 +477,12 @@ def load_baseline(path: str | Path) -> Baseline:
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
     if problems:
         raise _problem(name, problems[0], problems)
-    return _build(data, name)
+    return _build(data, name, line_of)
 
 
-def _build(data: Mapping[str, Any], path: str) -> Baseline:
+def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
     kernels = []
-    for kernel in data["kernels"]:
+    for i, kernel in enumerate(data["kernels"]):
         metrics = []
         for metric, entry in kernel["metrics"].items():
             threshold, check = _override(entry.get("threshold"))
@@ -518,6 +528,7 @@ def _build(data: Mapping[str, Any], path: str) -> Baseline:
                 launches=kernel.get("launches") if data.get("format_version") != 1 else None,
                 info=info,
                 family=kernel.get("family"),
+                line=line_of(["kernels", i]) if line_of else None,
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}
