@@ -50,9 +50,11 @@ def _bounds(
 ) -> tuple[Threshold, CategoricalCheck]:
     """Catalog default, then the file's `thresholds:`, then the metric's own override."""
     threshold = defn.threshold.merged(baseline.thresholds.get(defn.name)).merged(metric.threshold)
-    check = (defn.check or CategoricalCheck()).merged(baseline.checks.get(defn.name))
+    check = (defn.check or _NO_CHECK).merged(baseline.checks.get(defn.name))
     return threshold, check.merged(metric.check)
 
+
+_NO_CHECK = CategoricalCheck()
 
 _NUMERIC_STATE = {
     Outcome.WITHIN: State.PASS,

@@ -13,10 +13,11 @@ from perfgate.stalls import (
     FAMILY_BY_NAME,
     GROUP_TITLES,
     ISSUING,
+    NOT_STALLS,
     StallFamily,
     cycles_from,
     present_reasons,
-    shares,
+    shares_by_name,
 )
 from perfgate.thresholds import Direction
 
@@ -233,7 +234,8 @@ def _stall(
         return Measured(defn.name, statistics.median(numbers), min(numbers), max(numbers),
                         len(numbers), formula.text, formula.group, unit, reasons=chosen,
                         family=family.name)  # fmt: skip
-    vectors = [v for v in (shares(family, chosen, la.metrics) for la in launches) if v]
+    names = [(r, family.metric(r)) for r in chosen if r not in NOT_STALLS]
+    vectors = [v for v in (shares_by_name(names, la.metrics) for la in launches) if v]
     if not vectors:
         return Unavailable(
             defn.name,
