@@ -4,6 +4,8 @@ Side by side in one run, each measurement in a fresh Python process (median of -
 
 - `perfgate check` on a `--set full` raw CSV of N launches and K kernels, against a bare
   `pandas.read_csv` of the same file (all columns, the preamble skipped): wall time and peak RSS;
+- loading the baseline of the most kernels (`load_baseline`: YAML, schema, semantic checks),
+  against `json.loads` of the same data written as JSON;
 - `perfgate --help` start-up time, against `python -c pass` and `import pandas`;
 - `perfgate check` on a `.ncu-rep` report, against a bare `ncu_report.load_report` that reads
   every metric of every launch (with --rep, on a machine with the ncu_report module).
@@ -51,6 +53,14 @@ elif kind == "bare-rep":
             for name in action.metric_names():
                 action.metric_by_name(name).value()
             rows += 1
+elif kind == "load":
+    from perfgate.baseline import load_baseline
+    t = time.perf_counter()
+    rows = len(load_baseline(args[0]).kernels)
+elif kind == "json":
+    t = time.perf_counter()
+    with open(args[0], encoding="utf-8") as fh:
+        rows = len(json.loads(fh.read())["kernels"])
 else:
     from perfgate.cli import main
     sys.argv = ["perfgate", *args]
@@ -138,6 +148,29 @@ def make_baseline(path: Path, kernels: int, workdir: Path, launches: int) -> Non
     )  # fmt: skip
 
 
+def _load_line(baseline: Path, repeat: int, results: dict[str, object]) -> None:
+    """load_baseline against json.loads of the same data, each in a fresh process."""
+    import yaml
+
+    as_json = baseline.with_suffix(".json")
+    data = yaml.load(baseline.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    as_json.write_text(json.dumps(data))
+    load = _median("load", repeat, str(baseline))
+    plain = _median("json", repeat, str(as_json))
+    kernels = len(data["kernels"])
+    results["load"] = {"kernels": kernels, "mb": baseline.stat().st_size / 1e6, "load": load,
+                       "json": plain}  # fmt: skip
+    print(
+        f"\n| baseline of {kernels:,} kernels ({baseline.stat().st_size / 1e6:.1f} MB) | "
+        "load_baseline | json.loads of the same data | time ratio |\n|---|---|---|---|"
+    )
+    print(
+        f"| median of {repeat} | {load['wall']:.2f} s | {plain['wall']:.2f} s "
+        f"| {load['wall'] / plain['wall']:.1f} |",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument(
@@ -155,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="perfgate-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, object] = {"python": sys.version.split()[0], "rows": []}
+    largest: Path | None = None
     print(
         "| launches | kernels | file | bare read_csv | perfgate check | time ratio | bare RSS | check RSS | RSS ratio |"
     )
@@ -163,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         for launches in [int(n) for n in args.launches.split(",") if int(n)]:
             baseline = work / f"baseline-{kernels}-{launches}.yaml"
             make_baseline(baseline, kernels, work, launches)
+            largest = baseline
             capture = work / f"full-{launches}-{kernels}.csv"
             skip = make_capture(capture, launches, kernels)
             size = capture.stat().st_size / 1e6
@@ -192,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             capture.unlink()
+    if largest is not None:
+        _load_line(largest, args.repeat, results)
     startup = {
         "perfgate --help": _process_wall([sys.executable, "-m", "perfgate", "--help"]),
         "python -c pass": _process_wall([sys.executable, "-c", "pass"]),

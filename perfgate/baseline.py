@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from perfgate import patterns
+from perfgate import patterns, yamlload
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
@@ -124,9 +124,9 @@ class KernelBaseline:
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
     history: tuple[HistoryEntry, ...] = ()
-    # The 1-based line of the kernel's entry in the baseline file: annotations and JUnit
-    # point there, so they land on the pull request's diff. None: not loaded from a file.
-    line: int | None = None
+    # The 1-based line of the kernel's entry in its file (None when not loaded from one):
+    # annotations and JUnit point there. Where it was written, not what it is: not compared.
+    line: int | None = field(default=None, compare=False)
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:
@@ -410,8 +410,13 @@ def _check_nesting(text: str, path: str) -> None:
         )
 
 
-def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+def _parse_yaml(text: str, path: str) -> yamlload.Parsed:
     _check_nesting(text, path)
+    # Plain data (every baseline perfgate writes) is built from the parser's events; the
+    # nodes below decide and word everything else.
+    fast = yamlload.load(text, path, MAX_NESTING)
+    if fast is not None:
+        return fast
     try:
         loader = _SAFE_LOADER(text)
         try:
@@ -434,7 +439,7 @@ def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
         raise _problem(path, f"not valid YAML: {exc}") from exc
     except RecursionError as exc:  # the pure-Python parser, within the bounds above
         raise _problem(path, "the document is nested too deeply to parse") from exc
-    return data, node
+    return yamlload.Parsed(data, text, node)
 
 
 def _dim3(value: Any) -> Dim3 | None:
@@ -515,10 +520,11 @@ def load_baseline(path: str | Path) -> Baseline:
 
 def parse_baseline(text: str, name: str) -> Baseline:
     """A baseline from its text; `name` is the file it is (to be) in, for messages."""
-    data, root = _parse_yaml(text, name)
+    parsed = _parse_yaml(text, name)
+    data = parsed.data
     if data is None:
         raise _problem(name, "the file holds no YAML data (only comments or blank lines)")
-    line_of = _line_finder(root)
+    line_of = parsed.line_finder(_line_finder)
     if (
         isinstance(data, dict)
         and "format_version" in data
@@ -571,24 +577,11 @@ def parse_baseline(text: str, name: str) -> Baseline:
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
     if problems:
         raise _problem(name, problems[0], problems)
-    return _build(data, name, _kernel_lines(root))
+    return _build(data, name, line_of)
 
 
-def _kernel_lines(root: yaml.Node | None) -> list[int]:
-    """The line of each entry under `kernels:`, read off the nodes the loader already built
-    (one look at the top-level keys, one per kernel: loading cost stays flat)."""
-    if not isinstance(root, yaml.MappingNode):
-        return []
-    for key, value in root.value:
-        is_kernels = isinstance(key, yaml.ScalarNode) and key.value == "kernels"
-        if is_kernels and isinstance(value, yaml.SequenceNode):
-            return [item.start_mark.line + 1 for item in value.value]
-    return []
-
-
-def _build(data: Mapping[str, Any], path: str, lines: list[int] | None = None) -> Baseline:
+def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
     kernels = []
-    lines = lines or []
     for i, kernel in enumerate(data["kernels"]):
         metrics = []
         for metric, entry in kernel["metrics"].items():
@@ -645,7 +638,7 @@ def _build(data: Mapping[str, Any], path: str, lines: list[int] | None = None) -
                     )
                     for h in kernel.get("history") or ()
                 ),
-                line=lines[i] if i < len(lines) else None,
+                line=line_of(["kernels", i]) if line_of else None,
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}

@@ -2,10 +2,11 @@
 
 jsonschema walks every node of a baseline through its generic machinery: for 1,000 kernels of
 37 metrics that is over half a million nodes and most of a check's time (docs/scale.md). The
-kernels' `metrics` and `info` are the bulk and have a fixed, flat shape, so this module checks
-them in plain Python. It only ever says "valid" or "not sure": on any doubt the caller runs
-jsonschema over the whole document, which words the errors (`FILE::$.json.path: message`).
-`tests/test_properties.py` holds the two to the same answer on mutated real baselines.
+kernel entries (id, match, name, launches, family, metrics, info) are the bulk and have a
+fixed, shallow shape, so this module checks them in plain Python. It only ever says "valid" or
+"not sure": on any doubt the caller runs jsonschema over the whole document, which words the
+errors (`FILE::$.json.path: message`). `tests/test_properties.py` holds the two to the same
+answer on mutated real baselines.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ _OVERRIDE_KEYS = frozenset(
 )
 _DIRECTIONS = frozenset({"higher_is_worse", "lower_is_worse", "any_change"})
 _STRINGS = ("unit", "source", "group", "family", "calibration")
+_KERNEL_KEYS = frozenset({"id", "match", "name", "launches", "metrics", "family", "info"})
+_MATCH_KEYS = frozenset({"function", "name", "regex", "block", "grid", "nvtx", "work"})
+# What jsonschema still sees of each kernel when every entry is certainly valid.
+_PLACEHOLDER = {"id": "k", "match": {"name": "k"}, "metrics": {"placeholder": {"value": 0}}}
 
 
 def _number(v: Any) -> bool:
@@ -67,6 +72,45 @@ def _metric(m: Any) -> bool:
     return "threshold" not in m or _override(m["threshold"])
 
 
+def _text(v: Any) -> bool:
+    """A string of at least one character (minLength 1)."""
+    return isinstance(v, str) and v != ""
+
+
+def _count(v: Any, least: int) -> bool:
+    # Exactly int: jsonschema also takes 2.0 for an integer; that case goes to it.
+    return type(v) is int and v >= least
+
+
+def _dim3(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and all(_count(x, 1) for x in v)
+
+
+def _match(m: Any) -> bool:
+    if not isinstance(m, dict) or not m.keys() <= _MATCH_KEYS:
+        return False
+    if not ("function" in m or "name" in m or "regex" in m):
+        return False
+    if any(key in m and not _text(m[key]) for key in ("function", "name", "regex", "nvtx")):
+        return False
+    if any(key in m and not _dim3(m[key]) for key in ("block", "grid")):
+        return False
+    return "work" not in m or _count(m["work"], 1)
+
+
+def kernel_is_valid(kernel: Any) -> bool:
+    """Whether one kernel entry certainly satisfies the schema."""
+    if not isinstance(kernel, dict) or not kernel.keys() <= _KERNEL_KEYS:
+        return False
+    if not _text(kernel.get("id")) or not _match(kernel.get("match")):
+        return False
+    if any(key in kernel and not isinstance(kernel[key], str) for key in ("name", "family")):
+        return False
+    if "launches" in kernel and not _count(kernel["launches"], 0):
+        return False
+    return bulk_is_valid(kernel)
+
+
 def bulk_is_valid(kernel: Mapping[str, Any]) -> bool:
     """Whether one kernel's `metrics` and `info` certainly satisfy the schema."""
     metrics = kernel.get("metrics")
@@ -85,15 +129,12 @@ def bulk_is_valid(kernel: Mapping[str, Any]) -> bool:
 
 
 def without_bulk(data: Any) -> Any:
-    """The document with each kernel's bulk cut to a placeholder jsonschema accepts, when every
-    kernel's bulk is certainly valid; None otherwise (validate the whole document then)."""
+    """The document with its kernels cut to one placeholder entry jsonschema accepts, when
+    there are kernels and every entry is certainly valid; None otherwise (validate the whole
+    document then)."""
     if not isinstance(data, dict) or not isinstance(data.get("kernels"), list):
         return None
-    kernels = []
-    for kernel in data["kernels"]:
-        if not isinstance(kernel, dict) or not bulk_is_valid(kernel):
-            return None
-        light = {k: v for k, v in kernel.items() if k not in ("metrics", "info")}
-        light["metrics"] = {"placeholder": {"value": 0}}
-        kernels.append(light)
-    return {**data, "kernels": kernels}
+    kernels = data["kernels"]
+    if not kernels or not all(kernel_is_valid(kernel) for kernel in kernels):
+        return None
+    return {**data, "kernels": [_PLACEHOLDER]}

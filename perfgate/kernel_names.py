@@ -83,6 +83,19 @@ def function_name(kernel_name: str) -> str:
     >>> function_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
     'nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT'
     """
+    # A capture repeats a few names over thousands of launches: each is worked out once.
+    known = _FUNCTION_NAMES.get(kernel_name)
+    if known is None:
+        if len(_FUNCTION_NAMES) > 65536:
+            _FUNCTION_NAMES.clear()
+        known = _FUNCTION_NAMES[kernel_name] = _function_name(kernel_name)
+    return known
+
+
+_FUNCTION_NAMES: dict[str, str] = {}
+
+
+def _function_name(kernel_name: str) -> str:
     name = kernel_name.strip()
     if not name:
         return name

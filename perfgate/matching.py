@@ -61,6 +61,10 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
     claimed: set[int] = set()
     by_nvtx = baseline.by_nvtx
     pending: list[KernelBaseline] = []
+    # Group indices by name, in order: a baseline of K kernels costs K lookups, not K x groups.
+    by_name: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        by_name.setdefault(group.key.name, []).append(i)
     for entry in baseline.kernels:
         if entry.match.explicit:
             # function or regex: an explicit choice to pool every launch that fits.
@@ -74,11 +78,9 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
                 result.how[entry.id] = "regex" if entry.match.regex else "function"
             continue
         candidates = [
-            (i, g)
-            for i, g in enumerate(groups)
-            if i not in claimed
-            and g.key.name == entry.match.name
-            and _same_shape(entry, g, by_nvtx)
+            (i, groups[i])
+            for i in by_name.get(entry.match.name or "", ())
+            if i not in claimed and _same_shape(entry, groups[i], by_nvtx)
         ]
         if not candidates:
             pending.append(entry)

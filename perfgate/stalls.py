@@ -229,7 +229,15 @@ def shares(
 ) -> dict[str, float] | None:
     """Each reason's percent of the stalled sum over exactly `reasons`; None when a reason has
     no value or nothing stalled."""
-    raw = {r: _number(values, family.metric(r)) for r in reasons if r not in NOT_STALLS}
+    return shares_by_name([(r, family.metric(r)) for r in reasons if r not in NOT_STALLS], values)
+
+
+def shares_by_name(
+    names: Sequence[tuple[str, str]], values: Mapping[str, Value]
+) -> dict[str, float] | None:
+    """shares() with each reason's column named once by the caller: a kernel's launches all
+    read the same columns."""
+    raw = {r: _number(values, name) for r, name in names}
     if not raw or any(v is None for v in raw.values()):
         return None
     counted = {r: v for r, v in raw.items() if v is not None}

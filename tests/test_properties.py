@@ -192,32 +192,53 @@ _VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-5, 10**12), st.floats(allow_nan=True),
     st.text(max_size=8), st.lists(st.text(max_size=4), max_size=3),
     st.dictionaries(st.text(max_size=6), st.one_of(st.floats(), st.text(max_size=4), st.booleans()), max_size=3),
+    st.lists(st.one_of(st.integers(-1, 3), st.sampled_from([1.0, 2.0, True])), max_size=4),
+    st.sampled_from([0, 1, 2.0, "", "k", {}, {"name": "k"}, {"function": ""}]),
 )  # fmt: skip
 _KEYS = st.sampled_from(
     ["value", "min", "max", "unit", "source", "group", "shares", "threshold", "reasons",
      "family", "calibration", "relative", "bogus", "expect", "direction"]
 )  # fmt: skip
+_KERNEL_KEYS = st.sampled_from(
+    ["id", "match", "name", "launches", "metrics", "family", "info", "bogus"]
+)
+_MATCH_KEYS = st.sampled_from(
+    ["function", "name", "regex", "block", "grid", "nvtx", "work", "bogus"]
+)
 
 
 @SLOW
 @given(data=st.data())
 def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
-    """perfgate.fastcheck skips jsonschema for the kernels' bulk when it is sure; a mutated
+    """perfgate.fastcheck skips jsonschema for the kernel entries when it is sure; a mutated
     real baseline it calls valid must be valid for jsonschema too."""
     from perfgate.fastcheck import without_bulk
     from perfgate.schemas import schema_errors
 
     doc = yaml.safe_load(BASELINE)
-    kernel = data.draw(st.sampled_from(doc["kernels"]))
-    doc["kernels"] = [kernel]  # one kernel keeps jsonschema's share of the test short
-    where = data.draw(st.sampled_from(["metric", "threshold", "info", "name"]))
-    metric = data.draw(st.sampled_from(sorted(kernel["metrics"])))
-    if where == "metric":
+    kernels = data.draw(st.lists(st.sampled_from(doc["kernels"]), max_size=2, unique_by=id))
+    doc["kernels"] = kernels  # few kernels keep jsonschema's share of the test short
+    kernel = kernels[0] if kernels else {}
+    where = data.draw(
+        st.sampled_from(["metric", "threshold", "info", "name", "kernel", "match", "drop"])
+    )
+    metric = data.draw(st.sampled_from(sorted(kernel.get("metrics") or {"duration": 0})))
+    if not kernels:
+        pass  # no kernel at all: the schema wants one
+    elif where == "metric":
         kernel["metrics"][metric][data.draw(_KEYS)] = data.draw(_VALUES)
     elif where == "threshold":
         kernel["metrics"][metric]["threshold"] = {data.draw(_KEYS): data.draw(_VALUES)}
     elif where == "info":
         kernel.setdefault("info", {})[data.draw(st.text(max_size=6))] = data.draw(_VALUES)
+    elif where == "kernel":
+        kernel[data.draw(_KERNEL_KEYS)] = data.draw(_VALUES)
+    elif where == "match":
+        kernel["match"][data.draw(_MATCH_KEYS)] = data.draw(_VALUES)
+    elif where == "drop":
+        kernel.pop(data.draw(_KERNEL_KEYS), None)
+        if isinstance(kernel.get("match"), dict):
+            kernel["match"].pop(data.draw(_MATCH_KEYS), None)
     else:
         kernel["metrics"][data.draw(st.text(max_size=6))] = {"value": data.draw(_VALUES)}
     light = without_bulk(doc)
