@@ -61,6 +61,11 @@ WORKLOADS = (
         tuple(H200 / f"torch-flash-run{i}.csv" for i in (1, 2, 3)),
         tuple(H200.parent / "capture" / f"torch-capture{s}.csv" for s in ("", "-2")),
     ),
+    Workload(
+        "H200 torch-flash, 4th start via perfgate capture",
+        tuple(H200 / f"torch-flash-run{i}.csv" for i in (1, 2, 3)),
+        tuple(H200.parent / "capture" / f"torch-start4-{i}.csv" for i in (1, 2)),
+    ),
     *(
         Workload(
             f"H100 {w}",

@@ -25,7 +25,11 @@ _OVERRIDE_KEYS = frozenset(
 )
 _DIRECTIONS = frozenset({"higher_is_worse", "lower_is_worse", "any_change"})
 _STRINGS = ("unit", "source", "group", "family", "calibration")
-_KERNEL_KEYS = frozenset({"id", "match", "name", "launches", "metrics", "family", "info"})
+_KERNEL_KEYS = frozenset(
+    {"id", "match", "name", "launches", "metrics", "family", "info", "history"}
+)
+_HISTORY_KEYS = frozenset({"date", "by", "reason", "action", "previous"})
+_ACTIONS = frozenset({"accept", "update", "ratchet", "add", "remove"})
 _MATCH_KEYS = frozenset({"function", "name", "regex", "block", "grid", "nvtx", "work"})
 # What jsonschema still sees of each kernel when every entry is certainly valid.
 _PLACEHOLDER = {"id": "k", "match": {"name": "k"}, "metrics": {"placeholder": {"value": 0}}}
@@ -108,7 +112,30 @@ def kernel_is_valid(kernel: Any) -> bool:
         return False
     if "launches" in kernel and not _count(kernel["launches"], 0):
         return False
+    if "history" in kernel and not _history(kernel["history"]):
+        return False
     return bulk_is_valid(kernel)
+
+
+def _history(h: Any) -> bool:
+    if not isinstance(h, list):
+        return False
+    for e in h:
+        if not isinstance(e, dict) or not e.keys() <= _HISTORY_KEYS:
+            return False
+        if not isinstance(e.get("date"), str) or not _text(e.get("reason")):
+            return False
+        if "by" in e and not isinstance(e["by"], str):
+            return False
+        if "action" in e and not (isinstance(e["action"], str) and e["action"] in _ACTIONS):
+            return False
+        previous = e.get("previous", {})
+        if not isinstance(previous, dict) or not all(
+            isinstance(k, str) and k and _NAME.match(k) and (_number(v) or isinstance(v, str))
+            for k, v in previous.items()
+        ):
+            return False
+    return True
 
 
 def bulk_is_valid(kernel: Mapping[str, Any]) -> bool:
@@ -119,9 +146,9 @@ def bulk_is_valid(kernel: Mapping[str, Any]) -> bool:
     for name, entry in metrics.items():
         if not isinstance(name, str) or not name or not _NAME.match(name) or not _metric(entry):
             return False
-    info = kernel.get("info")
-    if info is None:
+    if "info" not in kernel:
         return True
+    info = kernel["info"]
     return isinstance(info, dict) and all(
         isinstance(k, str) and k and _NAME.match(k) and (_number(v) or isinstance(v, str))
         for k, v in info.items()
