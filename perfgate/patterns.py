@@ -7,7 +7,8 @@ for hours. Two defences (docs/limits.md):
 - a static check refuses the shapes that backtrack exponentially: a variable repeat (`+`, `*`,
   `?`, `{m,n}`) inside an unbounded repeat (`(a+)+`, `(a?b?)*`), an alternation under an
   unbounded repeat whose branches can start alike (`(a|ab)*`), a bounded repeat that multiplies
-  unbounded ones (`(a*b*){1,3}`), and backreferences; and patterns over MAX_PATTERN characters;
+  unbounded ones (`(a*b*){1,3}`), more than MAX_TOTAL_DEGREE unbounded repeats in all, and
+  backreferences; and patterns over MAX_PATTERN characters;
 - every search runs under a time budget (SEARCH_SECONDS for all the searches of one pattern
   in a process): polynomial shapes the static check lets through (`.*a.*a.*a`) on long names
   end with an error instead of a hang. The budget uses SIGALRM, which `re` honours mid-match;
@@ -40,6 +41,10 @@ MAX_PATTERN = 1000  # characters
 SEARCH_SECONDS = 2.0  # all searches of one pattern, per process
 # Unbounded repeats a bounded repeat may multiply: (x+){1,4} is fine, (a*b*){1,3} is not.
 MAX_DEGREE = 4
+# Unbounded repeats in the whole pattern: a failing match may try every way of placing them,
+# about n^k/k! ways on a name of n characters (seen: 7 of them, `(a*a*){2}(a*a?){1,3}$`,
+# spent the 2 s budget on 26 characters; a property test found it).
+MAX_TOTAL_DEGREE = 5
 
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
 if hasattr(_sre, "POSSESSIVE_REPEAT"):
@@ -159,7 +164,13 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     if len(pattern) > MAX_PATTERN:
         raise UnsafePattern(f"is {len(pattern):,} characters long; at most {MAX_PATTERN:,}")
     compiled = re.compile(pattern)
-    problem = _walk(_sre_parse.parse(pattern), under_unbounded=False)
+    parsed = _sre_parse.parse(pattern)
+    problem = _walk(parsed, under_unbounded=False)
+    if problem is None and _degree(parsed) > MAX_TOTAL_DEGREE:
+        problem = (
+            f"more than {MAX_TOTAL_DEGREE} unbounded repeats (such as .* or a+) in sequence, "
+            "which a failing match may try every way of placing"
+        )
     if problem:
         raise UnsafePattern(
             f"can take exponential time on some kernel names: it holds {problem} (docs/limits.md)"
