@@ -98,8 +98,8 @@ def direct(
 
 def ratio(num: str, den: str, scale: float = 1.0, group: str = "counters") -> Formula:
     def compute(values: LaunchValues) -> Computed:
-        a, b = _num(values, num), _num(values, den)
-        if a is None or b is None:
+        a, b = values.get(num), values.get(den)  # _num() inlined, as in direct()
+        if not (isinstance(a, float) and a == a and isinstance(b, float) and b == b):
             return None
         if b == 0:
             return 0.0 if a == 0 else None  # ncu's convention: no requests, ratio 0

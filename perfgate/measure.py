@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from math import isfinite
 
-from perfgate.capture import RULE_PREFIX, Launch, cc_version
+from perfgate.capture import RULE_PREFIX, Launch, Value, cc_version
 from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
 from perfgate.stalls import (
     FAMILY_BY_NAME,
@@ -120,7 +121,8 @@ def measure(
     if defn.stall is not None and formula.family:
         return _stall(defn, formula, FAMILY_BY_NAME[formula.family], launches, columns, reasons)
     compute = formula.compute
-    present = [v for v in (compute(launch.metrics) for launch in launches) if v is not None]
+    values = [compute(launch.metrics) for launch in launches]
+    present = [v for v in values if v is not None]
     unit = _unit(defn, launches)
     if not present:
         return Unavailable(
@@ -200,6 +202,24 @@ def _per_capture(defn: MetricDef, formula: Formula, launches: Sequence[Launch]) 
     )
 
 
+def _cpi(
+    family: StallFamily, values: Mapping[str, Value], stalled: str, issuing: str
+) -> float | None:
+    """cycles_from() of one launch, its common case (both finite, instructions issued) done
+    here: a check of 1,000 kernels asks 150,000 of them."""
+    raw, issued = values.get(stalled), values.get(issuing)
+    if (
+        not family.per_instruction
+        and isinstance(raw, float)
+        and isinstance(issued, float)
+        and isfinite(raw)
+        and isfinite(issued)
+        and issued != 0
+    ):
+        return raw / issued
+    return cycles_from(family, raw, issued)
+
+
 # (family, reasons, columns) -> the reasons whose column the capture lacks. Every kernel of a
 # check asks it of the same baseline reason set, once per stall metric.
 _LACKING: dict[tuple[str, tuple[str, ...], frozenset[str]], list[str]] = {}
@@ -252,9 +272,7 @@ def _stall(
     unit = defn.unit
     if defn.stall is StallKind.CPI:
         stalled, issuing = family.metric(defn.reason), family.metric(ISSUING)
-        values = [
-            cycles_from(family, la.metrics.get(stalled), la.metrics.get(issuing)) for la in launches
-        ]
+        values = [_cpi(family, la.metrics, stalled, issuing) for la in launches]
         numbers = [v for v in values if v is not None]
         if not numbers:
             return Unavailable(
