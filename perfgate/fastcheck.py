@@ -119,9 +119,9 @@ def bulk_is_valid(kernel: Mapping[str, Any]) -> bool:
     for name, entry in metrics.items():
         if not isinstance(name, str) or not name or not _NAME.match(name) or not _metric(entry):
             return False
-    if "info" not in kernel:
+    info = kernel.get("info")
+    if info is None:
         return True
-    info = kernel["info"]  # `info: null` is there, and not an object: the schema words it
     return isinstance(info, dict) and all(
         isinstance(k, str) and k and _NAME.match(k) and (_number(v) or isinstance(v, str))
         for k, v in info.items()

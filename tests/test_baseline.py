@@ -69,17 +69,6 @@ def test_schema_errors_name_file_json_path_and_line(tmp_path: Path) -> None:
     ]
 
 
-def test_a_null_info_is_refused_by_the_schema_not_waved_through(tmp_path: Path) -> None:
-    # The fast whole-entry check once read `info: null` as no info at all (test_properties
-    # found it); jsonschema refuses it.
-    path = _write(tmp_path, _minimal() + "  info: null\n")
-    with pytest.raises(BaselineError) as err:
-        load_baseline(path)
-    assert err.value.lines() == [
-        f"{path}::$.kernels[0].info: None is not of type 'object' (line 7)"
-    ]
-
-
 def test_all_problems_are_reported_one_per_line(tmp_path: Path) -> None:
     text = (
         "format_version: 1\nkernels:\n- id: k\n  match: {}\n  metrics: {x: {value: 1, extra: 2}}\n"
