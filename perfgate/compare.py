@@ -4,6 +4,7 @@ explicit state, and the exit code follows from the states alone)."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -57,6 +58,22 @@ def bounds(
 
 _NO_CHECK = CategoricalCheck()
 
+# A metric without its own override has the bounds of its name in its baseline: a check of
+# 1,000 kernels asks the same few dozen 37,000 times. One per check() call.
+_Bounds = dict[str, tuple[Threshold, CategoricalCheck]]
+
+
+def _bounds(
+    defn: MetricDef, metric: MetricBaseline, baseline: Baseline, memo: _Bounds
+) -> tuple[Threshold, CategoricalCheck]:
+    if metric.threshold is not None or metric.check is not None:
+        return bounds(defn, metric, baseline)
+    hit = memo.get(defn.name)
+    if hit is None:
+        hit = memo[defn.name] = bounds(defn, metric, baseline)
+    return hit
+
+
 _NUMERIC_STATE = {
     Outcome.WITHIN: State.PASS,
     Outcome.WORSE: State.REGRESSED,
@@ -79,6 +96,7 @@ def _compare_metric(
     launches: Sequence[Launch],
     capture: Capture,
     baseline: Baseline,
+    memo: _Bounds | None = None,
 ) -> tuple[Comparison, Measured | None]:
     defn = metric.definition
     measured = _measure(metric, launches, capture.columns)
@@ -94,7 +112,9 @@ def _compare_metric(
         return Comparison(
             kernel.id, metric.name, state, metric.value, unit=defn.unit, message=message
         ), None
-    threshold, check = bounds(defn, metric, baseline)
+    threshold, check = (
+        bounds(defn, metric, baseline) if memo is None else _bounds(defn, metric, baseline, memo)
+    )
     if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
         base = Comparison(kernel.id, metric.name, State.PASS, metric.value, unit=defn.unit)
         return _compare_categorical(defn, metric, measured, check, base), measured
@@ -114,7 +134,8 @@ def _compare_metric(
     return Comparison(
         kernel.id,
         metric.name,
-        _NUMERIC_STATE[verdict.outcome],
+        # An enum's hash is Python code: the common answer first.
+        State.PASS if verdict.outcome is Outcome.WITHIN else _NUMERIC_STATE[verdict.outcome],
         metric.value,
         current=measured.value,
         unit=measured.unit,
@@ -306,11 +327,12 @@ def _judge_kernel(
     capture: Capture,
     baseline: Baseline,
     how: str,
+    memo: _Bounds | None = None,
 ) -> KernelVerdict:
     comparisons: list[Comparison] = []
     measured: dict[str, Measured] = {}
     for metric in kernel.metrics:
-        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline)
+        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline, memo)
         comparisons.append(comparison)
         if got is not None:
             measured[metric.name] = got
@@ -457,16 +479,30 @@ def _notice(baseline: Baseline, capture: Capture, groups: Sequence[KernelGroup])
 def check(
     baseline: Baseline, capture: Capture, settings: CheckSettings | None = None
 ) -> CheckResult:
-    settings = settings or CheckSettings()
+    # The comparisons make ~10 objects per metric, none in a reference cycle: the cyclic
+    # collector, run every 700 of them, would walk the capture's launches and the baseline
+    # again each time it reached its oldest generation (docs/scale.md). Paused, as yamlload
+    # pauses it while building a baseline.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(baseline, capture, settings or CheckSettings())
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> CheckResult:
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
     ids = readable_ids([g.key for g in matching.unclaimed])
     verdicts: list[KernelVerdict] = []
+    memo: _Bounds = {}
     for kernel in baseline.kernels:
         launches = matching.launches(kernel.id)
         if launches:
             verdicts.append(
-                _judge_kernel(kernel, launches, capture, baseline, matching.how[kernel.id])
+                _judge_kernel(kernel, launches, capture, baseline, matching.how[kernel.id], memo)
             )
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))

@@ -116,22 +116,25 @@ def judge_numeric(
     bound = describe_bound(threshold, direction, unit)
     slack = _EPSILON * max(1.0, abs(baseline))
     above, below = current - high, low - current  # how far outside the range, per side
-
-    def beyond(amount: float) -> bool:
-        return (
-            amount > threshold.absolute + slack
-            and amount > threshold.relative * abs(baseline) + slack
-        )
+    # A move counts beyond both allowances (one comparison each, not a closure per call: a
+    # check judges 35,000 values).
+    past_absolute = threshold.absolute + slack
+    past_relative = threshold.relative * abs(baseline) + slack
 
     if math.isnan(current):
         outcome = Outcome.WORSE
     elif direction is Direction.ANY_CHANGE:
-        outcome = Outcome.WORSE if beyond(above) or beyond(below) else Outcome.WITHIN
+        outcome = (
+            Outcome.WORSE
+            if (above > past_absolute and above > past_relative)
+            or (below > past_absolute and below > past_relative)
+            else Outcome.WITHIN
+        )
     else:
         worse, better = (above, below) if direction is Direction.HIGHER_IS_WORSE else (below, above)
-        if beyond(worse):
+        if worse > past_absolute and worse > past_relative:
             outcome = Outcome.WORSE
-        elif beyond(better):
+        elif better > past_absolute and better > past_relative:
             outcome = Outcome.BETTER
         else:
             outcome = Outcome.WITHIN

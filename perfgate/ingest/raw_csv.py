@@ -9,6 +9,7 @@ row after the header; every field quoted; thousands separators.
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -413,7 +414,13 @@ def _to_capture(
     grids = frame["Grid Size"].tolist() if "Grid Size" in frame else [""] * len(frame)
     ccs = frame["CC"].tolist() if "CC" in frame else [""] * len(frame)
     nvtx_values = [frame[c].tolist() for c in nvtx_columns]
-    for i in range(len(frame)):
+    # Each launch's values as one row of the kept columns: dict(zip()) builds them in C.
+    rows: Iterator[tuple[Value, ...]] = (
+        zip(*(converted[col] for col in keep), strict=True)
+        if keep
+        else itertools.repeat((), len(frame))
+    )
+    for i, row in zip(range(len(frame)), rows, strict=True):
         name = str(names[i])
         if len(name) > MAX_NAME:
             raise CaptureError(
@@ -421,7 +428,7 @@ def _to_capture(
                 f"names of at most {MAX_NAME:,} (docs/limits.md)",
                 path,
             )
-        metrics = {col: converted[col][i] for col in keep}
+        metrics = dict(zip(keep, row, strict=True))
         device = metrics.get(DEVICE_NAME)
         try:
             index = int(str(ids[i]).replace(",", "").replace(".", ""))
