@@ -34,11 +34,10 @@ from perfgate.capture import Capture
 from perfgate.catalog import default_metrics
 from perfgate.compare import CheckSettings, check
 from perfgate.errors import UsageError
-from perfgate.fingerprint import Fingerprint, for_record
+from perfgate.fingerprint import Fingerprint
 from perfgate.kernels import KernelGroup, group_launches, readable_ids
 from perfgate.matching import match
-from perfgate.record import record_kernel
-from perfgate.stalls import present_reasons, stall_family_report
+from perfgate.record import capture_fingerprint, record_kernel
 from perfgate.verdict import CheckResult, KernelState, KernelVerdict, State
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
@@ -232,16 +231,14 @@ def _for_gpu(baseline: Baseline, capture: Capture) -> Capture:
     return plan.assignments[0].capture
 
 
-def _capture_fingerprint(baseline: Baseline, capture: Capture) -> Fingerprint:
-    draft = Baseline(kernels=baseline.kernels)
-    sample = [la.metrics for la in capture.launches[:50]]
-    cc = next((la.cc for la in capture.launches if la.cc), None)
-    family, _ = stall_family_report(capture.columns, cc, sample)
-    reasons = present_reasons(family, capture.columns, cc, sample) if family else ()
-    fp, _ = for_record(
-        capture, draft.raw_metrics(), family.name if family else None, sorted(reasons)
-    )
-    return fp
+def _taken(verdict: KernelVerdict, action: Action, kernel: KernelBaseline) -> KernelEdit:
+    """The kernel takes every fresh value; the values that moved are kept as its history."""
+    metrics = tuple(m.name for m in kernel.metrics)
+    return KernelEdit(verdict.kernel, action, kernel, metrics, _moved(verdict), verdict.state)
+
+
+def _added(kernels: Sequence[KernelBaseline]) -> list[KernelEdit]:
+    return [KernelEdit(k.id, Action.ADD, k, tuple(m.name for m in k.metrics)) for k in kernels]
 
 
 def _selected(patterns: Sequence[str], verdict: KernelVerdict) -> bool:
@@ -274,20 +271,9 @@ def plan_accept(
         if kernel is None:
             left.append(f"{verdict.kernel}: no metric of it could be measured in the captures")
             continue
-        edits.append(
-            KernelEdit(
-                verdict.kernel,
-                Action.ACCEPT,
-                kernel,
-                tuple(m.name for m in kernel.metrics),
-                _moved(verdict),
-                verdict.state,
-            )
-        )
+        edits.append(_taken(verdict, Action.ACCEPT, kernel))
     if add_new:
-        edits.extend(
-            KernelEdit(k.id, Action.ADD, k, tuple(m.name for m in k.metrics)) for k in added
-        )
+        edits.extend(_added(added))
     if not edits:
         what = "named by --kernel" if patterns else "that regressed or went missing"
         raise UsageError(
@@ -342,19 +328,10 @@ def plan_update(
                 "perfgate baseline accept)"
             )
             continue
-        edits.append(
-            KernelEdit(
-                verdict.kernel,
-                Action.ACCEPT if regressed else Action.UPDATE,
-                kernel,
-                tuple(m.name for m in kernel.metrics),
-                _moved(verdict),
-                verdict.state,
-            )
-        )
+        edits.append(_taken(verdict, Action.ACCEPT if regressed else Action.UPDATE, kernel))
     if add_new and not ratchet:
-        edits.extend(
-            KernelEdit(k.id, Action.ADD, k, tuple(m.name for m in k.metrics)) for k in added
-        )
-    fingerprint = None if ratchet else _capture_fingerprint(baseline, capture)
+        edits.extend(_added(added))
+    fingerprint = (
+        None if ratchet else capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
+    )
     return EditPlan(tuple(edits), fingerprint, tuple(left), result)

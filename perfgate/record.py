@@ -22,7 +22,7 @@ from perfgate.causes import measure_all
 from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.errors import UsageError
 from perfgate.families import family_of
-from perfgate.fingerprint import for_record
+from perfgate.fingerprint import Fingerprint, for_record
 from perfgate.kernels import KernelGroup, group_launches, readable_ids, select
 from perfgate.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.stalls import present_reasons, stall_family_report
@@ -150,6 +150,22 @@ def record_kernel(
     ), skipped
 
 
+def capture_fingerprint(
+    capture: Capture, kernels: Sequence[KernelBaseline], launches: Sequence[Launch]
+) -> tuple[Fingerprint, list[str]]:
+    """The fingerprint of a baseline of `kernels` recorded from `capture`, with the notes
+    about its stall family and files that disagree (record and baseline update share it)."""
+    cc = next((launch.cc for launch in launches if launch.cc), None)
+    sample = [la.metrics for la in launches[:50]]
+    family, warned = stall_family_report(capture.columns, cc, sample)
+    reasons = present_reasons(family, capture.columns, cc, sample) if family else ()
+    draft = Baseline(kernels=tuple(kernels))
+    fingerprint, disagreements = for_record(
+        capture, draft.raw_metrics(), family.name if family else None, sorted(reasons)
+    )
+    return fingerprint, list(warned) + disagreements
+
+
 def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     launches = select(capture.launches, settings.kernel_patterns)
     for name in settings.metrics:
@@ -176,14 +192,8 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     if not kernels:
         raise UsageError("no metric could be recorded for any kernel of the capture")
     runs = len(capture.paths)
-    sample = [la.metrics for la in launches[:50]]
-    family, warned = stall_family_report(capture.columns, cc, sample)
-    reasons = present_reasons(family, capture.columns, cc, sample) if family else ()
-    draft = Baseline(kernels=tuple(kernels))
-    fingerprint, disagreements = for_record(
-        capture, draft.raw_metrics(), family.name if family else None, sorted(reasons)
-    )
-    notes = list(warned) + disagreements
+    fingerprint, warned = capture_fingerprint(capture, kernels, launches)
+    notes = list(warned)
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "
