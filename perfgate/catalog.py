@@ -56,6 +56,23 @@ class Aggregate(enum.Enum):
     FASTEST = "fastest"
 
 
+class ColumnOp(enum.Enum):
+    DIRECT = "direct"  # names[0] * scale
+    RATIO = "ratio"  # names[0] / names[1] * scale; 0 / 0 is 0
+    TOTAL = "total"  # the sum of every name; no value when one is missing
+    PRESENT = "present"  # the sum of the names that have a value
+
+
+@dataclass(frozen=True)
+class Columnar:
+    """A formula's arithmetic as data, for perfgate.columns to run over every launch at once.
+    `compute` stays the definition; tests/test_columns.py holds the two to the same values."""
+
+    op: ColumnOp
+    names: tuple[str, ...]
+    scale: float = 1.0
+
+
 @dataclass(frozen=True)
 class Formula:
     """How one launch's value is computed from its raw metrics."""
@@ -67,6 +84,7 @@ class Formula:
     needs_all: bool = True  # False: usable when any input is present; absent ones count as 0
     for_cc: Callable[[tuple[int, int] | None], bool] = field(default=lambda cc: True)
     family: str = ""  # stall metrics: the stall family (perfgate.stalls) it reads
+    columnar: Columnar | None = None  # the same arithmetic over columns (perfgate.columns)
 
     def available(self, columns: frozenset[str] | set[str], cc: str | None) -> bool:
         if not self.for_cc(cc_version(cc)):
@@ -93,7 +111,8 @@ def direct(
         return v * scale if isinstance(v, float) and v == v else None
 
     text = name if scale == 1.0 else f"{name} * {scale:g}"
-    return Formula((name,), compute, text, group, for_cc=for_cc)
+    columnar = Columnar(ColumnOp.DIRECT, (name,), scale)
+    return Formula((name,), compute, text, group, for_cc=for_cc, columnar=columnar)
 
 
 def ratio(num: str, den: str, scale: float = 1.0, group: str = "counters") -> Formula:
@@ -106,7 +125,17 @@ def ratio(num: str, den: str, scale: float = 1.0, group: str = "counters") -> Fo
         return a / b * scale
 
     text = f"{num} / {den}" + (f" * {scale:g}" if scale != 1.0 else "")
-    return Formula((num, den), compute, text, group)
+    columnar = Columnar(ColumnOp.RATIO, (num, den), scale)
+    return Formula((num, den), compute, text, group, columnar=columnar)
+
+
+def _added(parts: Iterable[float]) -> float:
+    """Left to right, one addition at a time: sum() of floats compensates its rounding from
+    Python 3.12 on, which column arithmetic (perfgate.columns) does not."""
+    acc = 0.0
+    for part in parts:
+        acc += part
+    return acc
 
 
 def total(names: Iterable[str], group: str = "counters", **kw: object) -> Formula:
@@ -116,9 +145,10 @@ def total(names: Iterable[str], group: str = "counters", **kw: object) -> Formul
         parts = [_num(values, n) for n in names]
         if any(p is None for p in parts):
             return None
-        return float(sum(p for p in parts if p is not None))
+        return _added(p for p in parts if p is not None)
 
-    return Formula(names, compute, " + ".join(names), group, **kw)  # type: ignore[arg-type]
+    columnar = Columnar(ColumnOp.TOTAL, names)
+    return Formula(names, compute, " + ".join(names), group, columnar=columnar, **kw)  # type: ignore[arg-type]
 
 
 def present(names: Iterable[str], **kw: object) -> Formula:
@@ -128,10 +158,11 @@ def present(names: Iterable[str], **kw: object) -> Formula:
 
     def compute(values: LaunchValues) -> Computed:
         parts = [p for p in (_num(values, n) for n in names) if p is not None]
-        return float(sum(parts)) if parts else None
+        return _added(parts) if parts else None
 
     text = " + ".join(names) + " (those present)"
-    return Formula(names, compute, text, needs_all=False, **kw)  # type: ignore[arg-type]
+    columnar = Columnar(ColumnOp.PRESENT, names)
+    return Formula(names, compute, text, needs_all=False, columnar=columnar, **kw)  # type: ignore[arg-type]
 
 
 class StallKind(enum.Enum):
@@ -186,13 +217,15 @@ def _stall_formulas(kind: StallKind, reason: str | None = None) -> tuple[Formula
 _LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
 
 
+_LIMIT_COLUMNS = tuple((name, f"launch__occupancy_limit_{name}") for name in _LIMITERS)
+
+
 def _limiter(values: LaunchValues) -> Computed:
-    limits = {name: _num(values, f"launch__occupancy_limit_{name}") for name in _LIMITERS}
-    known = {k: v for k, v in limits.items() if v is not None}
+    known = {k: v for k, column in _LIMIT_COLUMNS if (v := _num(values, column)) is not None}
     if not known:
         return None
     low = min(known.values())
-    return "+".join(k for k in _LIMITERS if known.get(k) == low)
+    return "+".join(k for k, v in known.items() if v == low)
 
 
 def _no_dram(cc: tuple[int, int] | None) -> bool:

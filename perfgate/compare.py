@@ -12,7 +12,9 @@ from perfgate import causes as differential
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, lookup
+from perfgate.columns import KernelRows, LaunchTable
 from perfgate.families import family_of
+from perfgate.frozen import maker
 from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
@@ -20,10 +22,12 @@ from perfgate.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.metric_names import absent_note
 from perfgate.thresholds import (
     CategoricalCheck,
+    Direction,
     Outcome,
     Threshold,
+    describe_bound,
     judge_categorical,
-    judge_numeric,
+    numeric_outcome,
 )
 from perfgate.verdict import (
     CauseKind,
@@ -82,12 +86,13 @@ _NUMERIC_STATE = {
 
 
 def _measure(
-    metric: MetricBaseline, launches: Sequence[Launch], columns: frozenset[str]
+    metric: MetricBaseline,
+    launches: Sequence[Launch],
+    columns: frozenset[str],
+    rows: KernelRows | None = None,
 ) -> Measured | Unavailable:
     # Stall shares compare over the baseline's own reason set, whatever else the capture holds.
-    return measure(
-        metric.definition, launches, columns, metric.formula_group, reasons=metric.reasons
-    )
+    return measure(metric.definition, launches, columns, metric.formula_group, metric.reasons, rows)
 
 
 def _compare_metric(
@@ -97,9 +102,10 @@ def _compare_metric(
     capture: Capture,
     baseline: Baseline,
     memo: _Bounds | None = None,
+    rows: KernelRows | None = None,
 ) -> tuple[Comparison, Measured | None]:
     defn = metric.definition
-    measured = _measure(metric, launches, capture.columns)
+    measured = _measure(metric, launches, capture.columns, rows)
     if isinstance(measured, Unavailable):
         message, state = measured.reason, State.SKIPPED
         if not measured.architecture:
@@ -121,28 +127,46 @@ def _compare_metric(
     # A calibrated bound already covers the spread of the runs it came from: judge from the
     # median. A default bound is judged from the edge of the recorded launches' range.
     calibrated = metric.calibration is not None and metric.threshold is not None
-    verdict = judge_numeric(
-        float(metric.value),
-        float(measured.value),
+    before, current = float(metric.value), float(measured.value)
+    direction = threshold.direction or defn.direction
+    outcome = numeric_outcome(
+        before,
+        current,
         threshold,
-        defn.direction,
-        measured.unit,
+        direction,
         None if calibrated else metric.low,
         None if calibrated else metric.high,
     )
+    change = current - before
     # Built once, not as a replace() of a first draft: a check of 1,000 kernels makes 37,000.
-    return Comparison(
-        kernel.id,
-        metric.name,
+    return _comparison(
+        kernel=kernel.id,
+        metric=metric.name,
         # An enum's hash is Python code: the common answer first.
-        State.PASS if verdict.outcome is Outcome.WITHIN else _NUMERIC_STATE[verdict.outcome],
-        metric.value,
+        state=State.PASS if outcome is Outcome.WITHIN else _NUMERIC_STATE[outcome],
+        baseline=metric.value,
         current=measured.value,
         unit=measured.unit,
-        change=verdict.change,
-        relative_change=verdict.relative_change,
-        bound=verdict.bound,
+        change=change,
+        relative_change=change / abs(before) if before else None,
+        bound=_bound_text(threshold, direction, measured.unit),
     ), measured
+
+
+_comparison = maker(Comparison)
+# describe_bound()'s answers by the identity of their threshold: its lru_cache hashes a
+# dataclass and an enum in Python code, 35,000 times a check.
+_BOUND_TEXT: dict[tuple[int, int, str], tuple[Threshold, str]] = {}
+
+
+def _bound_text(threshold: Threshold, direction: Direction, unit: str) -> str:
+    key = (id(threshold), id(direction), unit)
+    hit = _BOUND_TEXT.get(key)
+    if hit is None or hit[0] is not threshold:
+        if len(_BOUND_TEXT) > 4096:
+            _BOUND_TEXT.clear()
+        hit = _BOUND_TEXT[key] = (threshold, describe_bound(threshold, direction, unit))
+    return hit[1]
 
 
 def _compare_categorical(
@@ -328,11 +352,12 @@ def _judge_kernel(
     baseline: Baseline,
     how: str,
     memo: _Bounds | None = None,
+    rows: KernelRows | None = None,
 ) -> KernelVerdict:
     comparisons: list[Comparison] = []
     measured: dict[str, Measured] = {}
     for metric in kernel.metrics:
-        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline, memo)
+        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline, memo, rows)
         comparisons.append(comparison)
         if got is not None:
             measured[metric.name] = got
@@ -498,12 +523,14 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     ids = readable_ids([g.key for g in matching.unclaimed])
     verdicts: list[KernelVerdict] = []
     memo: _Bounds = {}
-    for kernel in baseline.kernels:
-        launches = matching.launches(kernel.id)
+    matched = [matching.launches(kernel.id) for kernel in baseline.kernels]
+    # Every kernel's metrics from the capture's columns at once (perfgate.columns).
+    table = LaunchTable(capture.launches, matched)
+    for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches:
-            verdicts.append(
-                _judge_kernel(kernel, launches, capture, baseline, matching.how[kernel.id], memo)
-            )
+            how = matching.how[kernel.id]
+            rows = table.kernel(index, next((la.cc for la in launches if la.cc), None))
+            verdicts.append(_judge_kernel(kernel, launches, capture, baseline, how, memo, rows))
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:

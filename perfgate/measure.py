@@ -10,6 +10,8 @@ from math import isfinite
 
 from perfgate.capture import RULE_PREFIX, Launch, Value, cc_version
 from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
+from perfgate.columns import KernelRows
+from perfgate.frozen import maker
 from perfgate.stalls import (
     FAMILY_BY_NAME,
     GROUP_TITLES,
@@ -96,12 +98,14 @@ def measure(
     columns: frozenset[str],
     group: str | None = None,
     reasons: tuple[str, ...] | None = None,
+    rows: KernelRows | None = None,
 ) -> Measured | Unavailable:
     """The kernel-level value of `defn` over `launches`; `group` pins the formula's group
     (a check measures in the group its baseline was recorded in). For stall metrics,
     `reasons` pins the reason set (the baseline's `Measured.reasons`): shares are computed
-    over exactly that set, and a reason the capture lacks makes the metric unavailable."""
-    cc = next((launch.cc for launch in launches if launch.cc), None)
+    over exactly that set, and a reason the capture lacks makes the metric unavailable.
+    `rows`: the same launches in a column table (perfgate.columns), asked first."""
+    cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
     if isinstance(columns, frozenset):
         formula = _resolve(defn, columns, cc, group)
     else:
@@ -119,7 +123,18 @@ def measure(
     if defn.per_capture:
         return _per_capture(defn, formula, launches)
     if defn.stall is not None and formula.family:
-        return _stall(defn, formula, FAMILY_BY_NAME[formula.family], launches, columns, reasons)
+        family = FAMILY_BY_NAME[formula.family]
+        return _stall(defn, formula, family, launches, columns, reasons, rows)
+    aggregate = defn.aggregate
+    if rows is not None and formula.columnar is not None and aggregate in _COLUMNAR:
+        stats = rows.stats(formula.columnar)
+        if stats is not None:
+            count, value, low, high = stats
+            if aggregate is Aggregate.FASTEST:
+                value = high if defn.direction is Direction.LOWER_IS_WORSE else low
+            return _measured(metric=defn.name, value=value, low=low, high=high, launches=count,
+                             source=formula.text, group=formula.group,
+                             unit=_unit(defn, launches))  # fmt: skip
     compute = formula.compute
     values = [compute(launch.metrics) for launch in launches]
     present = [v for v in values if v is not None]
@@ -156,6 +171,12 @@ def measure(
         formula.group,
         unit,
     )
+
+
+# What the column path computes: numbers only (the per-launch path words a text's refusal).
+# A tuple: `in` compares by identity first, where a set would hash the enum in Python code.
+_COLUMNAR = (Aggregate.MEDIAN, Aggregate.FASTEST)
+_measured = maker(Measured)
 
 
 def _median(numbers: list[float]) -> float:
@@ -244,8 +265,9 @@ def _stall(
     launches: Sequence[Launch],
     columns: frozenset[str],
     reasons: tuple[str, ...] | None,
+    rows: KernelRows | None = None,
 ) -> Measured | Unavailable:
-    cc = next((launch.cc for launch in launches if launch.cc), None)
+    cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
     chosen: tuple[str, ...]
     if defn.stall is StallKind.CPI and reasons is None:
         # One reason's cycles per instruction need no reason set: only its own column.
@@ -270,6 +292,10 @@ def _stall(
             (family.metric(defn.reason),),
         )
     unit = defn.unit
+    if rows is not None:
+        fast = _stall_columns(defn, formula, family, chosen, rows)
+        if fast is not None:
+            return fast
     if defn.stall is StallKind.CPI:
         stalled, issuing = family.metric(defn.reason), family.metric(ISSUING)
         values = [_cpi(family, la.metrics, stalled, issuing) for la in launches]
@@ -299,6 +325,36 @@ def _stall(
     own = [vec[defn.reason] for vec in vectors]
     return Measured(defn.name, medians[defn.reason], min(own), max(own), len(own), formula.text,
                     formula.group, unit, reasons=chosen, family=family.name)  # fmt: skip
+
+
+def _stall_columns(
+    defn: MetricDef,
+    formula: Formula,
+    family: StallFamily,
+    chosen: tuple[str, ...],
+    rows: KernelRows,
+) -> Measured | None:
+    """_stall()'s values from the column table; None leaves them to the per-launch path."""
+    if defn.stall is StallKind.CPI:
+        stats = rows.cpi(family, defn.reason)
+        if stats is None:
+            return None
+        count, median, low, high = stats
+        return _measured(metric=defn.name, value=median, low=low, high=high, launches=count,
+                         source=formula.text, group=formula.group, unit=defn.unit,
+                         reasons=chosen, family=family.name)  # fmt: skip
+    got = rows.shares(family, chosen)
+    if got is None:
+        return None
+    count, per_reason = got
+    if defn.stall is StallKind.DOMINANT:
+        medians = {r: per_reason[r].median for r in chosen}
+        top = max(medians, key=lambda r: (medians[r], r))
+        return Measured(defn.name, top, None, None, count, formula.text, formula.group,
+                        defn.unit, medians, reasons=chosen, family=family.name)  # fmt: skip
+    own = per_reason[defn.reason]
+    return Measured(defn.name, own.median, own.low, own.high, own.launches, formula.text,
+                    formula.group, defn.unit, reasons=chosen, family=family.name)  # fmt: skip
 
 
 def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:

@@ -241,7 +241,9 @@ def shares_by_name(
     if not raw or any(v is None for v in raw.values()):
         return None
     counted = {r: v for r, v in raw.items() if v is not None}
-    stalled = sum(counted.values())
+    stalled = 0.0
+    for v in counted.values():  # one addition at a time, as perfgate.columns adds columns
+        stalled += v
     if stalled <= 0:
         return None
     return {r: v / stalled * 100.0 for r, v in counted.items()}

@@ -9,6 +9,7 @@ row after the header; every field quoted; thousands separators.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import os
 import re
@@ -142,6 +143,9 @@ class _Layout:
     # The first launch row (its line number, fields counted) whose field count is not the
     # header's; the last row gets its own message (a file cut off).
     broken_row: tuple[int, int] | None = None
+    # The header and launch rows as CSV of only the fields a read keeps, when every row could
+    # be cut (perfgate.ingest.quoted); None: pandas reads the file itself.
+    cut: bytes | None = None
 
 
 def _text(raw: bytes, path: str, first: bool) -> str:
@@ -168,71 +172,208 @@ def _is_units_row(fields: list[str], header: list[str]) -> bool:
     return fields[header.index("ID")] == "" and fields[header.index(KERNEL_NAME)] == ""
 
 
-def _scan(open_binary: Opener, path: str) -> _Layout:
-    """One pass over the file, a line at a time: the header (the first CSV row with a
-    "Kernel Name" column), the units row, how many launch rows follow before ncu's next log
-    line, and ncu's log lines around them. Nothing but those few lines is kept."""
+def _scan(open_binary: Opener, path: str, wanted: Callable[[str], bool] | None = None) -> _Layout:
+    """One pass over the file: the header (the first CSV row with a "Kernel Name" column),
+    the units row, how many launch rows follow before ncu's next log line, and ncu's log
+    lines around them. Lines are read one at a time up to the header, then a megabyte at a
+    time; of the rows, only the fields `wanted` selects are kept (perfgate.ingest.quoted)."""
     layout = _Layout()
-    max_launches = _limit(MAX_LAUNCHES_ENV, MAX_LAUNCHES)
     offset = 0
-    in_trailer = False
     with open_binary() as fh:
         if b"\x00" in fh.read(_BINARY_PROBE):
             raise CaptureError("binary data, not an ncu CSV capture or .ncu-rep report", path)
         fh.seek(0)
+        number = 0
         for number, raw in enumerate(_lines(fh, path)):
             size = len(raw)
             if not layout.content and raw.strip():
                 layout.content = True
-            if layout.header is None:
-                text = _text(raw, path, first=number == 0)
-                if KERNEL_NAME in text:
-                    fields = _parse_row(text.rstrip("\r\n"))
-                    if KERNEL_NAME in fields:
-                        if len(fields) > MAX_COLUMNS:
-                            raise CaptureError(
-                                f"the CSV header has {len(fields):,} columns; ncu writes "
-                                f"about 2,200 with --set full, perfgate reads at most "
-                                f"{MAX_COLUMNS:,} (docs/limits.md)",
-                                path,
-                            )
-                        layout.header, layout.header_offset = fields, offset
-                if layout.header is None and _is_log(text) and len(layout.log_before) < _KEEP_LOG:
-                    layout.log_before.append(text[:_LOG_LINE])
-            elif in_trailer or raw.startswith(b"=="):
-                in_trailer = True
-                if len(layout.log_after) < _KEEP_LOG:
-                    layout.log_after.append(_text(raw, path, first=False)[:_LOG_LINE])
-            elif raw.strip():
-                row = _text(raw, path, first=False)
-                if b"\r" in raw.rstrip(b"\r\n"):
-                    # pandas ends a row at a lone CR, this scan does not: they would disagree
-                    # on what the rows are.
-                    raise CaptureError(
-                        f"line {number + 1}: a carriage return inside a launch row: not ncu output",
-                        path,
-                    )
-                if layout.units is None and layout.rows == 0:
-                    fields = _parse_row(row.rstrip("\r\n"))
-                    if _is_units_row(fields, layout.header):
-                        layout.units = fields
-                        offset += size
-                        continue
-                layout.rows += 1
-                if layout.rows > max_launches:
-                    raise CaptureError(
-                        f"holds more than {max_launches:,} launches; "
-                        f"perfgate reads at most that many from one capture (raise it with "
-                        f"{MAX_LAUNCHES_ENV}; docs/limits.md)",
-                        path,
-                    )
-                layout.last_row = row
-                if layout.broken_row is None:
-                    count = _field_count(raw, row, len(layout.header))
-                    if count != len(layout.header):
-                        layout.broken_row = (number + 1, count)
+            text = _text(raw, path, first=number == 0)
+            if KERNEL_NAME in text:
+                fields = _parse_row(text.rstrip("\r\n"))
+                if KERNEL_NAME in fields:
+                    if len(fields) > MAX_COLUMNS:
+                        raise CaptureError(
+                            f"the CSV header has {len(fields):,} columns; ncu writes "
+                            f"about 2,200 with --set full, perfgate reads at most "
+                            f"{MAX_COLUMNS:,} (docs/limits.md)",
+                            path,
+                        )
+                    layout.header, layout.header_offset = fields, offset
+                    offset += size
+                    break
+            if _is_log(text) and len(layout.log_before) < _KEEP_LOG:
+                layout.log_before.append(text[:_LOG_LINE])
             offset += size
+        if layout.header is not None:
+            _Rows(layout, path, _cut_fields(layout.header, wanted)).read(fh, number + 1, offset)
     return layout
+
+
+def _cut_fields(header: list[str], wanted: Callable[[str], bool] | None) -> list[int] | None:
+    """The indices of the fields a read keeps, when they are few enough to cut out of each
+    row (perfgate.ingest.quoted); None to let pandas read the file as it is."""
+    if len(set(header)) != len(header):
+        return None  # refused later, with its own message
+    keep = set(_selection(header, wanted)[2])
+    if 2 * len(keep) > len(header):
+        return None
+    return [i for i, name in enumerate(header) if name in keep]
+
+
+_CHUNK = 1 << 20  # bytes of launch rows read at a time
+
+
+class _Rows:
+    """The launch rows and ncu's log after them, a chunk at a time. A chunk of clean rows
+    (perfgate.ingest.quoted) is counted and cut at once; any other line goes through
+    _row(), the same checks one line at a time."""
+
+    def __init__(self, layout: _Layout, path: str, fields: list[int] | None) -> None:
+        self.layout = layout
+        self.path = path
+        self.fields = fields
+        assert layout.header is not None
+        self.expected = len(layout.header)
+        self.max_launches = _limit(MAX_LAUNCHES_ENV, MAX_LAUNCHES)
+        self.pieces: list[bytes] | None = [] if fields is not None else None
+        self.in_trailer = False
+
+    def read(self, fh: BinaryIO, number: int, total: int) -> None:
+        limit, carry = max_bytes(), b""
+        while True:
+            block = fh.read(_CHUNK)
+            if not block and not carry:
+                break
+            total += len(block)
+            if total > limit:
+                raise CaptureError(
+                    f"holds more than {limit:,} bytes (after gzip); perfgate reads at most "
+                    f"that much of one capture (raise it with {MAX_BYTES_ENV}; "
+                    "docs/limits.md)",
+                    self.path,
+                )
+            data = carry + block if carry else block
+            if block:
+                end = data.rfind(b"\n") + 1
+                if not end:
+                    if len(data) > MAX_LINE:
+                        raise self._too_long(number + 1)
+                    carry = data
+                    continue
+                region, carry = data[:end], data[end:]
+            else:  # the last line, without a line feed
+                region, carry = data + b"\n", b""
+            number = self._region(region, number, final=not block)
+        self._finish()
+
+    def _too_long(self, number: int) -> CaptureError:
+        return CaptureError(
+            f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output (docs/limits.md)",
+            self.path,
+        )
+
+    def _region(self, region: bytes, number: int, final: bool) -> int:
+        from perfgate.ingest import quoted
+
+        lines = quoted.split(region)
+        at, size = quoted.longest(lines)
+        # The last line has a line feed only because one was added.
+        if size - (1 if final and at == len(lines) - 1 else 0) > MAX_LINE:
+            raise self._too_long(number + at + 1)
+        layout, i, count = self.layout, 0, len(lines)
+        while i < count:
+            if self.in_trailer:
+                for j in range(i, count):
+                    if len(layout.log_after) >= _KEEP_LOG:
+                        break
+                    raw = lines.line(j)
+                    layout.log_after.append(_text(raw, self.path, first=False)[:_LOG_LINE])
+                break
+            if layout.units is None and layout.rows == 0:
+                # The first row may be the units row: one line at a time until it is past.
+                self._row(lines.line(i), number + i)
+                i += 1
+                continue
+            stop = quoted.first_log_line(lines, i)
+            rows = stop - i
+            wanted = self.fields if self.pieces is not None else None
+            got = quoted.rows(lines, i, stop, self.expected, wanted)
+            if rows and layout.rows + rows <= self.max_launches and got.clean:
+                layout.rows += rows
+                layout.last_row = _text(lines.line(stop - 1), self.path, first=False)
+                if self.pieces is not None:
+                    if got.cut is None:
+                        self.pieces = None
+                    else:
+                        self.pieces.append(got.cut)
+            else:
+                for j in range(i, stop):
+                    self._row(lines.line(j), number + j)
+            if stop < count:
+                self.in_trailer = True
+            i = stop
+        return number + count
+
+    def _row(self, raw: bytes, number: int) -> None:
+        """One line after the header, as a line-at-a-time reading checks it."""
+        layout, path = self.layout, self.path
+        assert layout.header is not None
+        if self.in_trailer or raw.startswith(b"=="):
+            self.in_trailer = True
+            if len(layout.log_after) < _KEEP_LOG:
+                layout.log_after.append(_text(raw, path, first=False)[:_LOG_LINE])
+            return
+        if not raw.strip():
+            return
+        row = _text(raw, path, first=False)
+        if b"\r" in raw.rstrip(b"\r\n"):
+            # pandas ends a row at a lone CR, this scan does not: they would disagree on
+            # what the rows are.
+            raise CaptureError(
+                f"line {number + 1}: a carriage return inside a launch row: not ncu output",
+                path,
+            )
+        if layout.units is None and layout.rows == 0:
+            fields = _parse_row(row.rstrip("\r\n"))
+            if _is_units_row(fields, layout.header):
+                layout.units = fields
+                return
+        layout.rows += 1
+        if layout.rows > self.max_launches:
+            raise CaptureError(
+                f"holds more than {self.max_launches:,} launches; "
+                f"perfgate reads at most that many from one capture (raise it with "
+                f"{MAX_LAUNCHES_ENV}; docs/limits.md)",
+                path,
+            )
+        layout.last_row = row
+        count = _field_count(raw, row, self.expected)
+        if layout.broken_row is None and count != self.expected:
+            layout.broken_row = (number + 1, count)
+        if self.pieces is not None and self.fields is not None:
+            cut = self._cut_one(raw, count, self.fields)
+            if cut is None:
+                self.pieces = None
+            else:
+                self.pieces.append(cut)
+
+    def _cut_one(self, raw: bytes, count: int, fields: list[int]) -> bytes | None:
+        from perfgate.ingest import quoted
+
+        line = raw if raw.endswith(b"\n") else raw + b"\n"
+        if count != self.expected:
+            return None
+        return quoted.rows(quoted.split(line), 0, 1, self.expected, fields).cut
+
+    def _finish(self) -> None:
+        if self.pieces is None or self.fields is None:
+            return
+        assert self.layout.header is not None
+        names = [self.layout.header[i] for i in self.fields]
+        buffer = io.StringIO()
+        csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(names)
+        self.layout.cut = buffer.getvalue().encode("utf-8") + b"".join(self.pieces)
 
 
 def _quotes(line: bytes) -> int:
@@ -282,7 +423,7 @@ def read_raw_csv(
     """
     import pandas as pd
 
-    layout = _scan(open_binary, path)
+    layout = _scan(open_binary, path, wanted)
     log = ncu_log.scan(layout.log_before)
     if layout.header is None:
         if log.errors:
@@ -315,26 +456,34 @@ def read_raw_csv(
             path,
         )
 
-    nvtx_columns, metric_columns = split_columns(header)
-    keep = [c for c in metric_columns if wanted is None or wanted(c) or c == DEVICE_NAME]
-    metric_set = set(metric_columns)  # a list here made 80,000 columns cost 29 s
-    identity = [c for c in header if c not in metric_set]
-    usecols = list(dict.fromkeys([*identity, *keep]))
+    nvtx_columns, keep, usecols = _selection(header, wanted)
     units = dict(zip(header, layout.units, strict=True)) if layout.units else {}
     try:
-        with open_binary() as fh:
-            fh.seek(layout.header_offset)
+        if layout.cut is not None:
+            # Only the kept fields, cut out of the rows by the scan: a tenth of the file.
             frame = pd.read_csv(
-                fh,
-                encoding="utf-8-sig",
+                io.BytesIO(layout.cut),
+                encoding="utf-8",
                 dtype=str,
-                usecols=usecols,
                 na_filter=False,
                 skip_blank_lines=True,
-                skiprows=[1] if layout.units else None,
                 nrows=layout.rows,
                 engine="c",
             )
+        else:
+            with open_binary() as fh:
+                fh.seek(layout.header_offset)
+                frame = pd.read_csv(
+                    fh,
+                    encoding="utf-8-sig",
+                    dtype=str,
+                    usecols=usecols,
+                    na_filter=False,
+                    skip_blank_lines=True,
+                    skiprows=[1] if layout.units else None,
+                    nrows=layout.rows,
+                    engine="c",
+                )
     except UnicodeDecodeError as exc:
         raise CaptureError(
             "not UTF-8 text in the launch rows: not an ncu CSV capture", path
@@ -345,6 +494,17 @@ def read_raw_csv(
         raise CaptureError("the CSV has a header but no kernel launches", path)
     warnings = log.warnings + log_after.warnings
     return _to_capture(frame, keep, units, header, nvtx_columns, warnings, path)
+
+
+def _selection(
+    header: list[str], wanted: Callable[[str], bool] | None
+) -> tuple[list[str], list[str], list[str]]:
+    """(NVTX columns, the metric columns kept, every column read: identity and kept)."""
+    nvtx_columns, metric_columns = split_columns(header)
+    keep = [c for c in metric_columns if wanted is None or wanted(c) or c == DEVICE_NAME]
+    metric_set = set(metric_columns)  # a list here made 80,000 columns cost 29 s
+    identity = [c for c in header if c not in metric_set]
+    return nvtx_columns, keep, list(dict.fromkeys([*identity, *keep]))
 
 
 def _check_complete(last_row: str, header: list[str], path: str) -> None:
