@@ -26,9 +26,7 @@ def maker(cls: type[T]) -> Callable[..., T]:
     fields = dataclasses.fields(cls)
     defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
     factories = {
-        f.name: f.default_factory
-        for f in fields
-        if f.default_factory is not dataclasses.MISSING
+        f.name: f.default_factory for f in fields if f.default_factory is not dataclasses.MISSING
     }
     required = frozenset(
         f.name for f in fields if f.name not in defaults and f.name not in factories
