@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from perfgate.capture import Capture, Dim3, Launch, Value
 from perfgate.errors import CaptureError
+from perfgate.frozen import maker
 from perfgate.ingest import ncu_log
 from perfgate.kernel_names import function_name
 from perfgate.units import (
@@ -553,6 +554,9 @@ def _convert(values: pd.Series, unit: str, fmt: NumberFormat) -> tuple[list[Valu
     return [table[v] for v in values.tolist()], base
 
 
+_new_launch = maker(Launch)
+
+
 def _to_capture(
     frame: pd.DataFrame,
     keep: list[str],
@@ -580,6 +584,11 @@ def _to_capture(
         if keep
         else itertools.repeat((), len(frame))
     )
+    # Launches repeat a few names and shapes: each is worked out once (a model's capture has
+    # tens of thousands of launches of a few hundred kernels).
+    functions: dict[str, str] = {}
+    shapes: dict[str, Dim3 | None] = {}
+    new_launch = _new_launch
     for i, row in zip(range(len(frame)), rows, strict=True):
         name = str(names[i])
         if len(name) > MAX_NAME:
@@ -594,18 +603,28 @@ def _to_capture(
             index = int(str(ids[i]).replace(",", "").replace(".", ""))
         except ValueError:
             index = i
+        function = functions.get(name)
+        if function is None:
+            function = functions[name] = function_name(name)
+        block, grid = str(blocks[i]), str(grids[i])
+        if block not in shapes:
+            shapes[block] = _dim3(block)
+        if grid not in shapes:
+            shapes[grid] = _dim3(grid)
         launches.append(
-            Launch(
+            new_launch(
                 index=index,
                 name=name,
-                function=function_name(name),
-                block=_dim3(str(blocks[i])),
-                grid=_dim3(str(grids[i])),
+                function=function,
+                block=shapes[block],
+                grid=shapes[grid],
                 metrics=metrics,
                 units=base_units,
                 device=device if isinstance(device, str) else None,
                 cc=str(ccs[i]).replace(",", ".") or None,
-                nvtx=tuple(str(v[i]).strip() for v in nvtx_values if str(v[i]).strip()),
+                nvtx=tuple(str(v[i]).strip() for v in nvtx_values if str(v[i]).strip())
+                if nvtx_values
+                else (),
                 source=path,
             )
         )
