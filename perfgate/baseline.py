@@ -26,6 +26,7 @@ from perfgate.fastcheck import without_bulk
 from perfgate.fingerprint import Fingerprint
 from perfgate.fingerprint import from_document as fingerprint_from_document
 from perfgate.fingerprint import to_document as fingerprint_document
+from perfgate.frozen import maker
 from perfgate.schemas import JsonPath, format_path, schema_errors
 from perfgate.thresholds import CategoricalOverride, Direction, ThresholdOverride
 
@@ -476,41 +477,65 @@ def _check_metric(
     problems: list[str],
     line_of: Any,
 ) -> None:
-    def add(sub: list[str | int], message: str) -> None:
-        line = line_of(sub)
-        problems.append(f"{format_path(sub)}: {message}" + (f" (line {line})" if line else ""))
-
     try:
         defn = lookup(name)
     except UsageError as exc:
-        add(where, exc.message)
+        _add(problems, line_of, where, exc.message)
         return
     if entry is None:
         return
     value = entry.get("value")
+    categorical = defn.categorical
     if value is not None:
-        if defn.categorical and not isinstance(value, str):
-            add(
+        if categorical and not isinstance(value, str):
+            _add(
+                problems,
+                line_of,
                 [*where, "value"],
                 f"{name} is categorical: its value is a label such as 'long_scoreboard'",
             )
-        if not defn.categorical and not defn.raw and not isinstance(value, (int, float)):
-            add([*where, "value"], f"{name} needs a number, not {value!r}")
-    for key in ("value", "min", "max"):
+        if not categorical and not defn.raw and not isinstance(value, (int, float)):
+            _add(problems, line_of, [*where, "value"], f"{name} needs a number, not {value!r}")
+    for key in _VALUE_KEYS:
         number = entry.get(key)
+        # The common case first: a finite number from 0 up (NaN compares false).
+        if number is None or number.__class__ is str or 0 <= number < math.inf:
+            continue
         if isinstance(number, float) and not math.isfinite(number):
-            add(
+            _add(
+                problems,
+                line_of,
                 [*where, key],
                 f"{number!r} is not a finite number; a baseline holds measured values",
             )
         elif isinstance(number, (int, float)) and not isinstance(number, bool) and number < 0:
-            add([*where, key], f"{number!r} is negative; counters are never negative")
-    override = entry.get("threshold") or {}
-    wrong = _NUMERIC_KEYS if defn.categorical else _CATEGORICAL_KEYS
+            _add(
+                problems,
+                line_of,
+                [*where, key],
+                f"{number!r} is negative; counters are never negative",
+            )
+    override = entry.get("threshold")
+    if not override:
+        return
+    wrong = _NUMERIC_KEYS if categorical else _CATEGORICAL_KEYS
     for key in wrong:
         if key in override:
-            kind = "categorical" if defn.categorical else "numeric"
-            add([*where, "threshold", key], f"does not apply to {name}, a {kind} metric")
+            kind = "categorical" if categorical else "numeric"
+            _add(
+                problems,
+                line_of,
+                [*where, "threshold", key],
+                f"does not apply to {name}, a {kind} metric",
+            )
+
+
+_VALUE_KEYS = ("value", "min", "max")
+
+
+def _add(problems: list[str], line_of: Any, where: list[str | int], message: str) -> None:
+    line = line_of(where)
+    problems.append(f"{format_path(where)}: {message}" + (f" (line {line})" if line else ""))
 
 
 def load_baseline(path: str | Path) -> Baseline:
@@ -580,6 +605,9 @@ def parse_baseline(text: str, name: str) -> Baseline:
     return _build(data, name, line_of)
 
 
+_metric_baseline = maker(MetricBaseline)  # 37,000 for a baseline of 1,000 kernels
+
+
 def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
     kernels = []
     for i, kernel in enumerate(data["kernels"]):
@@ -589,7 +617,7 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
             value = entry["value"]
             reasons = entry.get("reasons")
             metrics.append(
-                MetricBaseline(
+                _metric_baseline(
                     name=metric,
                     value=float(value) if isinstance(value, (int, float)) else str(value),
                     low=entry.get("min"),

@@ -57,23 +57,53 @@ def _override(o: Any) -> bool:
 
 
 def _metric(m: Any) -> bool:
-    if not isinstance(m, dict) or "value" not in m or not m.keys() <= _METRIC_KEYS:
+    if m.__class__ is not dict or "value" not in m:
         return False
-    value = m["value"]
-    if not (_number(value) or isinstance(value, str)):
-        return False
-    if any(key in m and not _number(m[key]) for key in ("min", "max")):
-        return False
-    if any(key in m and not isinstance(m[key], str) for key in _STRINGS):
-        return False
-    if "shares" in m and not (
-        isinstance(m["shares"], dict)
-        and all(isinstance(k, str) and _number(v) for k, v in m["shares"].items())
-    ):
-        return False
-    if "reasons" in m and not _strings(m["reasons"]):
-        return False
-    return "threshold" not in m or _override(m["threshold"])
+    # One pass over the entry's keys, most entries being {value, min, max} or fewer.
+    for key, v in m.items():
+        kind = _METRIC_KINDS.get(key)
+        if kind is None:
+            return False
+        if kind is _NUMBER:
+            if v.__class__ is not int and v.__class__ is not float and not _number(v):
+                return False
+        elif kind is _VALUE:
+            if not (_number(v) or isinstance(v, str)):
+                return False
+        elif kind is _STRING:
+            if not isinstance(v, str):
+                return False
+        elif kind is _SHARES:
+            if not (
+                isinstance(v, dict) and all(isinstance(k, str) and _number(x) for k, x in v.items())
+            ):
+                return False
+        elif kind is _REASONS:
+            if not _strings(v):
+                return False
+        elif not _override(v):
+            return False
+    return True
+
+
+_VALUE, _NUMBER, _STRING, _SHARES, _REASONS, _OVERRIDE = [
+    "value",
+    "number",
+    "string",
+    "shares",
+    "reasons",
+    "override",
+]
+_METRIC_KINDS = {
+    "value": _VALUE,
+    "min": _NUMBER,
+    "max": _NUMBER,
+    **dict.fromkeys(_STRINGS, _STRING),
+    "shares": _SHARES,
+    "reasons": _REASONS,
+    "threshold": _OVERRIDE,
+}
+assert _METRIC_KINDS.keys() == _METRIC_KEYS
 
 
 def _text(v: Any) -> bool:
