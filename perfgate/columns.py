@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from perfgate.capture import Launch, Value
 from perfgate.catalog import Columnar, ColumnOp
@@ -25,18 +25,11 @@ if TYPE_CHECKING:
     Array = np.ndarray[Any, np.dtype[np.float64]]
 
 
-class Stats(NamedTuple):
-    """One kernel's launches: how many had a value, their median and range (a tuple: a check
-    asks for 50,000 of them)."""
-
-    launches: int
-    median: float
-    low: float
-    high: float
-
-
-# Per group: count, median, low, high (Python numbers: a Measured never holds a numpy scalar).
-_GroupStats = tuple[list[int], list[float], list[float], list[float]]
+# One kernel's launches: how many had a value, their median, lowest and highest value. A
+# plain tuple, made for every group at once: a check asks for 50,000 of them.
+Stats = tuple[int, float, float, float]
+# Per group, in group order (Python numbers: a Measured never holds a numpy scalar).
+_GroupStats = list[Stats]
 
 
 class LaunchTable:
@@ -157,8 +150,7 @@ class LaunchTable:
         order = np.lexsort((taken, self._gid))
         ranked = taken[order]
         if not len(ranked):
-            empty = [0.0] * len(self._sizes)
-            return [0] * len(self._sizes), empty, empty, empty
+            return [(0, 0.0, 0.0, 0.0)] * len(self._sizes)
         # self._gid is already in group order, so it labels `ranked` too.
         valid = (~np.isnan(ranked)).astype(np.float64)
         count = np.bincount(self._gid, weights=valid, minlength=len(self._sizes))
@@ -172,7 +164,15 @@ class LaunchTable:
         with np.errstate(all="ignore"):
             # statistics.median: the middle value, or the mean of the middle two.
             median = np.where(count % 2 == 1, b, (a + b) / 2)
-        return count.tolist(), median.tolist(), ranked[first].tolist(), ranked[top].tolist()
+        return list(
+            zip(
+                count.tolist(),
+                median.tolist(),
+                ranked[first].tolist(),
+                ranked[top].tolist(),
+                strict=True,
+            )
+        )
 
     def stats(self, group: int, spec: Columnar) -> Stats | None:
         hit = self._by_formula.get(id(spec))
@@ -204,7 +204,7 @@ class LaunchTable:
         picked = {r: s for r, s in out.items() if s is not None}
         if len(picked) != len(out):
             return None
-        count = next(iter(picked.values())).launches if picked else 0
+        count = next(iter(picked.values()))[0] if picked else 0
         return count, picked
 
     def _share_stats(
@@ -239,10 +239,8 @@ def _pick(got: _GroupStats | None, group: int) -> Stats | None:
     words why)."""
     if got is None:
         return None
-    count, median, low, high = got
-    if not count[group]:
-        return None
-    return Stats(count[group], median[group], low[group], high[group])
+    stats = got[group]
+    return stats if stats[0] else None
 
 
 @dataclass(frozen=True)

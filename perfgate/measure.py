@@ -348,13 +348,14 @@ def _stall_columns(
         return None
     count, per_reason = got
     if defn.stall is StallKind.DOMINANT:
-        medians = {r: per_reason[r].median for r in chosen}
+        medians = {r: per_reason[r][1] for r in chosen}
         top = max(medians, key=lambda r: (medians[r], r))
         return Measured(defn.name, top, None, None, count, formula.text, formula.group,
                         defn.unit, medians, reasons=chosen, family=family.name)  # fmt: skip
-    own = per_reason[defn.reason]
-    return Measured(defn.name, own.median, own.low, own.high, own.launches, formula.text,
-                    formula.group, defn.unit, reasons=chosen, family=family.name)  # fmt: skip
+    count, median, low, high = per_reason[defn.reason]
+    return _measured(metric=defn.name, value=median, low=low, high=high, launches=count,
+                     source=formula.text, group=formula.group, unit=defn.unit, reasons=chosen,
+                     family=family.name)  # fmt: skip
 
 
 def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
