@@ -174,30 +174,49 @@ class LaunchTable:
             )
         )
 
-    def stats(self, group: int, spec: Columnar) -> Stats | None:
+    def formula_stats(self, spec: Columnar) -> _GroupStats | None:
+        """A formula's statistics for every group; None when a column it reads cannot be
+        held here."""
         hit = self._by_formula.get(id(spec))
         if hit is None or hit[0] is not spec:
             values = self._formula(spec)
             hit = (spec, None if values is None else self._group_stats(values))
             self._by_formula[id(spec)] = hit
-        return _pick(hit[1], group)
+        return hit[1]
 
-    def cpi(self, group: int, family: StallFamily, reason: str) -> Stats | None:
+    def cpi_stats(self, family: StallFamily, reason: str) -> _GroupStats | None:
         key = (family.name, reason)
         if key not in self._stats:
             values = self._cpi(family, reason)
             self._stats[key] = None if values is None else self._group_stats(values)
-        return _pick(self._stats[key], group)
+        return self._stats[key]
+
+    def share_stats(
+        self, family: StallFamily, chosen: tuple[str, ...], reason: str
+    ) -> _GroupStats | None:
+        per_reason = self._reason_shares(family, chosen)
+        return None if per_reason is None else per_reason[reason]
+
+    def _reason_shares(
+        self, family: StallFamily, chosen: tuple[str, ...]
+    ) -> dict[str, _GroupStats] | None:
+        key = (family.name, chosen)
+        if key not in self._shares:
+            self._shares[key] = self._share_stats(family, chosen)
+        return self._shares[key]
+
+    def stats(self, group: int, spec: Columnar) -> Stats | None:
+        return _pick(self.formula_stats(spec), group)
+
+    def cpi(self, group: int, family: StallFamily, reason: str) -> Stats | None:
+        return _pick(self.cpi_stats(family, reason), group)
 
     def shares(
         self, group: int, family: StallFamily, chosen: tuple[str, ...]
     ) -> tuple[int, dict[str, Stats]] | None:
         """stalls.shares_by_name() of every launch over `chosen`, then per reason the median
         of the launches with a share vector (the reasons that are no stall read 0.0)."""
-        key = (family.name, chosen)
-        if key not in self._shares:
-            self._shares[key] = self._share_stats(family, chosen)
-        per_reason = self._shares[key]
+        per_reason = self._reason_shares(family, chosen)
         if per_reason is None:
             return None
         out = {r: _pick(stats, group) for r, stats in per_reason.items()}

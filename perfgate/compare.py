@@ -7,18 +7,26 @@ from __future__ import annotations
 import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from perfgate import causes as differential
 from perfgate.baseline import Baseline, KernelBaseline, MetricBaseline
 from perfgate.capture import Capture, Launch
 from perfgate.catalog import Aggregate, MetricDef, lookup
-from perfgate.columns import KernelRows, LaunchTable
+from perfgate.columns import KernelRows, LaunchTable, Stats
 from perfgate.families import family_of
 from perfgate.frozen import maker
 from perfgate.kernel_names import short_name
 from perfgate.kernels import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.matching import Matching, match
-from perfgate.measure import Measured, Unavailable, measure, rule_speedups
+from perfgate.measure import (
+    ColumnRoute,
+    Measured,
+    Unavailable,
+    column_route,
+    measure,
+    rule_speedups,
+)
 from perfgate.metric_names import absent_note
 from perfgate.thresholds import (
     CategoricalCheck,
@@ -353,15 +361,22 @@ def _judge_kernel(
     how: str,
     memo: _Bounds | None = None,
     rows: KernelRows | None = None,
+    passed: list[Comparison] | None = None,
 ) -> KernelVerdict:
+    """`passed`: the kernel's comparisons when every one passed (_passing), else None."""
     comparisons: list[Comparison] = []
     measured: dict[str, Measured] = {}
-    for metric in kernel.metrics:
-        comparison, got = _compare_metric(kernel, metric, launches, capture, baseline, memo, rows)
-        comparisons.append(comparison)
-        if got is not None:
-            measured[metric.name] = got
-    changed = how.startswith(("renamed", "reshaped"))
+    if passed is not None:
+        comparisons = passed
+    else:
+        for metric in kernel.metrics:
+            comparison, got = _compare_metric(
+                kernel, metric, launches, capture, baseline, memo, rows
+            )
+            comparisons.append(comparison)
+            if got is not None:
+                measured[metric.name] = got
+    changed = how.startswith(_CHANGED)
     family = kernel.family or (f.name if (f := family_of(launches[0].name)) else None)
     causes: tuple[RootCause, ...] = ()
     if changed or any(c.state is not State.PASS for c in comparisons):
@@ -394,6 +409,99 @@ def _judge_kernel(
         matched_by=how.split(":")[0] if changed else how,
         line=kernel.line,
     )
+
+
+_CHANGED = ("renamed", "reshaped")  # matched by another identity: always diagnosed
+
+
+class _Passing:
+    """The comparisons of a kernel whose every metric passes, worked out with the least
+    work per metric: the route to each metric's statistics (perfgate.measure.column_route)
+    once per metric, formula group, reason set and compute capability, the statistics once
+    for every kernel, no Measured values (a kernel that passes is not diagnosed). Anything
+    else (a metric that moved, a label, a bound of its own, a value the column table cannot
+    give) returns None, and the kernel is judged metric by metric by _compare_metric, whose
+    comparisons these equal (tests/test_columns.py)."""
+
+    def __init__(
+        self, table: LaunchTable, baseline: Baseline, columns: frozenset[str], memo: _Bounds
+    ) -> None:
+        self.table = table
+        self.baseline = baseline
+        self.columns = columns
+        self.memo = memo
+        self.routes: dict[tuple[str, str, tuple[str, ...] | None, str | None], Any] = {}
+        self.stats: dict[int, list[Stats] | None] = {}
+
+    def _route(
+        self, metric: MetricBaseline, cc: str | None
+    ) -> tuple[ColumnRoute, list[Stats]] | None:
+        key = (metric.name, metric.formula_group, metric.reasons, cc)
+        hit = self.routes.get(key, _UNSEEN)
+        if hit is _UNSEEN:
+            route = column_route(
+                metric.definition, self.columns, cc, metric.formula_group, metric.reasons
+            )
+            stats = route.stats(self.table) if route is not None else None
+            hit = self.routes[key] = (
+                (route, stats) if route is not None and stats is not None else None
+            )
+        return hit  # type: ignore[no-any-return]
+
+    def comparisons(
+        self,
+        kernel: KernelBaseline,
+        launches: list[Launch],
+        capture: Capture,
+        rows: KernelRows,
+    ) -> list[Comparison] | None:
+        out: list[Comparison] = []
+        index, cc = rows.group, rows.cc
+        for metric in kernel.metrics:
+            value = metric.value
+            hit = None
+            if metric.threshold is None and metric.check is None and value.__class__ is not str:
+                hit = self._route(metric, cc)
+            stats = hit[1][index] if hit is not None else None
+            if hit is None or stats is None or not stats[0]:
+                # A label, a bound of its own, a count per capture file: the plain way.
+                comparison, _ = _compare_metric(
+                    kernel, metric, launches, capture, self.baseline, self.memo, rows
+                )
+                if comparison.state is not State.PASS:
+                    return None
+                out.append(comparison)
+                continue
+            route = hit[0]
+            defn = metric.definition
+            threshold, _ = _bounds(defn, metric, self.baseline, self.memo)
+            direction = threshold.direction or defn.direction
+            before, current = float(value), route.value(stats)
+            # Judged from the edge of the recorded range: a calibrated bound (judged from
+            # the median) is a bound of the metric's own, which sent the kernel elsewhere.
+            outcome = numeric_outcome(
+                before, current, threshold, direction, metric.low, metric.high
+            )
+            if outcome is not Outcome.WITHIN:
+                return None
+            change = current - before
+            out.append(
+                _comparison(
+                    kernel=kernel.id,
+                    metric=metric.name,
+                    state=State.PASS,
+                    baseline=value,
+                    current=current,
+                    unit=route.unit,
+                    change=change,
+                    relative_change=change / abs(before) if before else None,
+                    bound=_bound_text(threshold, direction, route.unit),
+                )
+            )
+        return out
+
+
+_UNSEEN = object()
 
 
 def _names(groups: Sequence[KernelGroup], ids: Mapping[KernelKey, str]) -> str:
@@ -526,11 +634,18 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     matched = [matching.launches(kernel.id) for kernel in baseline.kernels]
     # Every kernel's metrics from the capture's columns at once (perfgate.columns).
     table = LaunchTable(capture.launches, matched)
+    passing = _Passing(table, baseline, capture.columns, memo)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches:
             how = matching.how[kernel.id]
-            rows = table.kernel(index, next((la.cc for la in launches if la.cc), None))
-            verdicts.append(_judge_kernel(kernel, launches, capture, baseline, how, memo, rows))
+            cc = next((la.cc for la in launches if la.cc), None)
+            rows = table.kernel(index, cc)
+            passed = None
+            if rows is not None and not how.startswith(_CHANGED):
+                passed = passing.comparisons(kernel, launches, capture, rows)
+            verdicts.append(
+                _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
+            )
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import isfinite
 
 from perfgate.capture import RULE_PREFIX, Launch, Value, cc_version
 from perfgate.catalog import Aggregate, Formula, MetricDef, StallKind
-from perfgate.columns import KernelRows
+from perfgate.columns import KernelRows, LaunchTable, Stats
 from perfgate.frozen import maker
 from perfgate.stalls import (
     FAMILY_BY_NAME,
@@ -267,30 +268,12 @@ def _stall(
     reasons: tuple[str, ...] | None,
     rows: KernelRows | None = None,
 ) -> Measured | Unavailable:
-    cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
-    chosen: tuple[str, ...]
-    if defn.stall is StallKind.CPI and reasons is None:
-        # One reason's cycles per instruction need no reason set: only its own column.
-        chosen = (defn.reason,) if family.metric(defn.reason) in columns else ()
-    elif reasons is None:
-        chosen = present_reasons(family, columns, cc, [la.metrics for la in launches])
-    else:
-        chosen = tuple(reasons)
-        lacking = _lacking(family, chosen, columns)
-        if lacking:
-            return Unavailable(
-                defn.name,
-                f"the baseline's stall reasons include {', '.join(lacking)}, which this "
-                f"capture's {family.template.format(reason='<reason>')} columns lack; "
-                "capture the same stall reasons as the baseline",
-                tuple(family.metric(r) for r in lacking),
-            )
-    if defn.stall is not StallKind.DOMINANT and defn.reason not in chosen:
-        return Unavailable(
-            defn.name,
-            f"'{defn.reason}' is not among the stall reasons measured ({', '.join(chosen)})",
-            (family.metric(defn.reason),),
-        )
+    if defn.stall is not StallKind.CPI and reasons is None:
+        cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
+        reasons = present_reasons(family, columns, cc, [la.metrics for la in launches])
+    chosen = _chosen(defn, family, columns, reasons)
+    if isinstance(chosen, Unavailable):
+        return chosen
     unit = defn.unit
     if rows is not None:
         fast = _stall_columns(defn, formula, family, chosen, rows)
@@ -325,6 +308,100 @@ def _stall(
     own = [vec[defn.reason] for vec in vectors]
     return Measured(defn.name, medians[defn.reason], min(own), max(own), len(own), formula.text,
                     formula.group, unit, reasons=chosen, family=family.name)  # fmt: skip
+
+
+def _chosen(
+    defn: MetricDef, family: StallFamily, columns: frozenset[str], reasons: tuple[str, ...] | None
+) -> tuple[str, ...] | Unavailable:
+    """The reasons a stall metric is computed over: the given set (the baseline's), or for
+    one reason's cycles per instruction without a set, that reason when its column is
+    there."""
+    chosen: tuple[str, ...]
+    if reasons is None:
+        # One reason's cycles per instruction need no reason set: only its own column.
+        chosen = (defn.reason,) if family.metric(defn.reason) in columns else ()
+    else:
+        chosen = tuple(reasons)
+        lacking = _lacking(family, chosen, columns)
+        if lacking:
+            return Unavailable(
+                defn.name,
+                f"the baseline's stall reasons include {', '.join(lacking)}, which this "
+                f"capture's {family.template.format(reason='<reason>')} columns lack; "
+                "capture the same stall reasons as the baseline",
+                tuple(family.metric(r) for r in lacking),
+            )
+    if defn.stall is not StallKind.DOMINANT and defn.reason not in chosen:
+        return Unavailable(
+            defn.name,
+            f"'{defn.reason}' is not among the stall reasons measured ({', '.join(chosen)})",
+            (family.metric(defn.reason),),
+        )
+    return chosen
+
+
+@dataclass(frozen=True)
+class ColumnRoute:
+    """Where a numeric metric's kernel-level value comes from in a column table, worked out
+    once for every kernel measured alike (the same columns, compute capability, formula
+    group and reason set): what measure() with `rows` computes, without its per-call work,
+    for a check that asks it of 1,000 kernels (perfgate.compare)."""
+
+    stats: Callable[[LaunchTable], list[Stats] | None]  # per group of the table
+    fastest: Direction | None  # FASTEST metrics: the direction picking the best launch
+    source: str
+    group: str
+    unit: str
+    reasons: tuple[str, ...] = ()
+    family: str = ""
+
+    def value(self, stats: Stats) -> float:
+        if self.fastest is None:
+            return stats[1]
+        return stats[3] if self.fastest is Direction.LOWER_IS_WORSE else stats[2]
+
+
+def column_route(
+    defn: MetricDef,
+    columns: frozenset[str],
+    cc: str | None,
+    group: str | None,
+    reasons: tuple[str, ...] | None,
+) -> ColumnRoute | None:
+    """The ColumnRoute of a numeric metric, or None where measure() takes another path
+    (a label, a per-capture count, a raw metric with the capture's unit, a metric the
+    capture cannot give): ask measure() then."""
+    formula = _resolve(defn, columns, cc, group)
+    if formula is None or defn.per_capture or defn.raw or defn.categorical:
+        return None
+    if defn.stall is not None and formula.family:
+        family = FAMILY_BY_NAME[formula.family]
+        if defn.stall is not StallKind.CPI and reasons is None:
+            return None  # the reasons would come from the launches' values
+        chosen = _chosen(defn, family, columns, reasons)
+        if isinstance(chosen, Unavailable):
+            return None
+        reason = defn.reason
+        stats: Callable[[LaunchTable], list[Stats] | None]
+        if defn.stall is StallKind.CPI:
+            stats = functools.partial(LaunchTable.cpi_stats, family=family, reason=reason)
+        else:
+            stats = functools.partial(
+                LaunchTable.share_stats, family=family, chosen=chosen, reason=reason
+            )
+        return ColumnRoute(stats, None, formula.text, formula.group, defn.unit, chosen,
+                           family.name)  # fmt: skip
+    if defn.stall is not None or formula.columnar is None or defn.aggregate not in _COLUMNAR:
+        return None
+    fastest = defn.direction if defn.aggregate is Aggregate.FASTEST else None
+    spec = formula.columnar
+    return ColumnRoute(
+        functools.partial(LaunchTable.formula_stats, spec=spec),
+        fastest,
+        formula.text,
+        formula.group,
+        defn.unit,
+    )
 
 
 def _stall_columns(

@@ -25,7 +25,7 @@ from perfgate.kernels import group_launches
 from perfgate.measure import Measured, Unavailable, measure
 from perfgate.record import RecordSettings, record
 from perfgate.stalls import STALL_REASONS
-from perfgate.verdict import Comparison, State
+from perfgate.verdict import Comparison, KernelState, State
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = sorted(p for p in DATA.rglob("*") if p.name.endswith((".csv", ".csv.gz")))
@@ -221,20 +221,36 @@ def test_ratio_total_and_stall_shares_from_columns() -> None:
         assert _same(plain, fast), (name, plain, fast)
 
 
-def test_a_check_is_the_same_with_and_without_the_column_table() -> None:
-    capture = read_capture(DATA / "h100" / "zoo-good-full-run1.csv.gz")
-    baseline = record(capture, RecordSettings()).baseline
-    regressed = read_capture(DATA / "h100" / "zoo-bad-full-run1.csv.gz")
-    fast = check(baseline, regressed)
+PAIRS = [
+    ("h100/zoo-good-full-run1.csv.gz", "h100/zoo-good-full-run2.csv.gz"),  # every kernel passes
+    ("h100/zoo-good-full-run1.csv.gz", "h100/zoo-bad-full-run1.csv.gz"),  # regressions
+    ("h100/zoo-good-short-run1.csv", "h100/zoo-bad-short-run2.csv"),
+    ("h100/torch-short-run1.csv", "h100/torch-short-run2.csv"),
+    ("h100/torch-short-run1.csv", "h100/torch-full-run1.csv.gz"),  # other metrics captured
+]
+
+
+@pytest.mark.parametrize(("recorded", "checked"), PAIRS)
+def test_a_check_is_the_same_with_and_without_the_column_paths(recorded: str, checked: str) -> None:
+    baseline = record(read_capture(DATA / recorded), RecordSettings()).baseline
+    capture = read_capture(DATA / checked)
+    fast = check(baseline, capture)
     original = LaunchTable.kernel
     LaunchTable.kernel = lambda self, group, cc: None  # type: ignore[method-assign]
     try:
-        plain = check(baseline, regressed)
+        plain = check(baseline, capture)
     finally:
         LaunchTable.kernel = original  # type: ignore[method-assign]
     assert fast == plain
-    assert any(v.comparisons and any(c.state is State.REGRESSED for c in v.comparisons)
-               for v in fast.verdicts)  # fmt: skip
+    assert fast.verdicts
+
+
+def test_the_pairs_hold_kernels_that_pass_and_kernels_that_regress() -> None:
+    states = set()
+    for recorded, checked in PAIRS[:2]:
+        baseline = record(read_capture(DATA / recorded), RecordSettings()).baseline
+        states |= {v.state for v in check(baseline, read_capture(DATA / checked)).verdicts}
+    assert {KernelState.PASS, KernelState.REGRESSED} <= states
 
 
 def test_maker_builds_what_the_dataclass_builds() -> None:
