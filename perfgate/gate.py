@@ -8,6 +8,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.baseline import dump_baseline, load_baseline, parse_baseline
 from perfgate.baseline_set import assign, expand
@@ -17,12 +18,14 @@ from perfgate.errors import ExitCode, UsageError
 from perfgate.fileio import check_outputs, write_text_atomic
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.kernels import group_launches, readable_ids, select
-from perfgate.lifecycle import EditPlan, plan_accept, plan_update, stamp
-from perfgate.record import RecordResult, RecordSettings, record
-from perfgate.reports import json_report, junit, markdown, svg
-from perfgate.review import BaselineDiff, BaselineView, diff, view
 from perfgate.values import check_values
 from perfgate.verdict import KernelState, Report, _never
+
+if TYPE_CHECKING:
+    # Loaded where they are used: a check needs none of them (docs/scale.md).
+    from perfgate.lifecycle import EditPlan
+    from perfgate.record import RecordResult, RecordSettings
+    from perfgate.review import BaselineDiff, BaselineView
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ def run_check(request: CheckRequest) -> Report:
 
 
 def run_record(request: RecordRequest) -> RecordResult:
+    from perfgate.record import record
+
     if Path(request.output).exists() and not request.overwrite:
         raise UsageError(
             "exists; re-record it keeping its hand edits with perfgate baseline update -b "
@@ -136,6 +141,7 @@ class EditResult:
 def _edit(request: EditRequest, accept: bool) -> EditResult:
     # ruamel.yaml is only needed to edit a baseline: checks never import it.
     from perfgate.baseline_edit import apply as apply_plan
+    from perfgate.lifecycle import plan_accept, plan_update, stamp
 
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
@@ -171,10 +177,14 @@ def run_update(request: EditRequest) -> EditResult:
 
 
 def run_show(path: str, patterns: tuple[str, ...]) -> BaselineView:
+    from perfgate.review import view
+
     return view(load_baseline(path), patterns)
 
 
 def run_diff(before: str, after: str) -> BaselineDiff:
+    from perfgate.review import diff
+
     return diff(load_baseline(before), load_baseline(after))
 
 
@@ -191,6 +201,8 @@ def run_explain(request: ExplainRequest) -> ExplainResult:
 def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
     """Write a stall chart beside the markdown file for every regressed kernel with stall
     shares; return kernel id -> the file's name relative to the markdown."""
+    from perfgate.reports import svg
+
     target = Path(markdown_path)
     names: dict[str, str] = {}
     for verdict in report.verdicts:
@@ -210,6 +222,8 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
 
 
 def write_reports(report: Report, outputs: ReportOutputs) -> None:
+    from perfgate.reports import json_report, junit, markdown
+
     if outputs.junit:
         files = report_files(report, outputs.repository_root)
         text = junit.render(report, files, locations=outputs.junit_locations)
