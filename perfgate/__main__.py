@@ -1,3 +1,3 @@
-from perfgate.cli import main
+from perfgate.cli import run
 
-main()
+run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -368,3 +369,36 @@ def test_explain_says_which_counters_it_lacks() -> None:
         in proc.stdout
     )
     assert "(not evaluated: dominant stall: needs" in proc.stdout
+
+
+def test_the_program_exits_without_teardown_but_with_its_output_and_code(tmp_path: Path) -> None:
+    # `perfgate` ends with os._exit (cli.run): what it printed and wrote must all be there,
+    # with the gate's exit code, the same as main() run in this process gives.
+    report = tmp_path / "r.json"
+    args = ["check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv")), "--json", str(report)]
+    proc = perfgate(*args)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("perfgate check FAILED") and proc.stdout.endswith("\n")
+    assert report.read_text().rstrip().endswith("}")
+    from click.testing import CliRunner
+
+    in_process = CliRunner().invoke(cli.main, [*args[:-1], str(tmp_path / "again.json")])
+    assert in_process.exit_code == proc.returncode
+    assert in_process.output == proc.stdout
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    # `perfgate ... | head`: the rest of the output meets a closed pipe. A baseline of 80
+    # kernels shows in more than a pipe's 64 KB buffer, so the writer does meet it.
+    import yaml
+
+    doc = yaml.safe_load(Path(ZOO).read_text())
+    copies = [json.loads(json.dumps(k)) for _ in range(10) for k in doc["kernels"]]  # no aliases
+    doc["kernels"] = [{**k, "id": f"{k['id']}_{n}"} for n, k in enumerate(copies)]
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump(doc))
+    assert len(perfgate("baseline", "show", str(big)).stdout) > 100_000
+    script = f"{sys.executable} -m perfgate baseline show {big} | head -c 10"
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout == "perfgate b" or len(proc.stdout) == 10
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr
