@@ -22,7 +22,7 @@ from perfgate import patterns, yamlload
 from perfgate.capture import Dim3, Launch
 from perfgate.catalog import MetricDef, lookup
 from perfgate.errors import BaselineError, UsageError
-from perfgate.fastcheck import without_bulk
+from perfgate.fastcheck import document_is_valid, without_bulk
 from perfgate.fingerprint import Fingerprint
 from perfgate.fingerprint import from_document as fingerprint_from_document
 from perfgate.fingerprint import to_document as fingerprint_document
@@ -564,10 +564,12 @@ def parse_baseline(text: str, name: str) -> Baseline:
     try:
         # The bulk (each kernel's metrics and info) is checked in plain Python when it is
         # certainly valid; jsonschema then checks the rest, and words every error otherwise.
-        light = without_bulk(data)
-        problems = schema_errors(light if light is not None else data, SCHEMA, line_of)
-        if problems and light is not None:
-            problems = schema_errors(data, SCHEMA, line_of)
+        problems = []
+        if not document_is_valid(data):  # not sure: jsonschema decides, and words it
+            light = without_bulk(data)
+            problems = schema_errors(light if light is not None else data, SCHEMA, line_of)
+            if problems and light is not None:
+                problems = schema_errors(data, SCHEMA, line_of)
     except RecursionError as exc:  # nesting within the bounds above still too deep to walk
         raise _problem(name, "the document is nested too deeply to validate") from exc
     if problems:

@@ -186,7 +186,9 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
     def broken(*args: object, **kwargs: object) -> str:
         raise ValueError("reporter bug")
 
-    monkeypatch.setattr(gate.json_report, "render", broken)
+    from perfgate.reports import json_report
+
+    monkeypatch.setattr(json_report, "render", broken)
     for p in paths.values():
         p.write_text("passed (an earlier run)")
     result = CliRunner().invoke(cli.main, args)

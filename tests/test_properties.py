@@ -253,6 +253,53 @@ def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.Da
         assert schema_errors(doc, "baseline.schema.json", lambda p: None) == []
 
 
+_TOP = st.sampled_from(
+    ["format_version", "provenance", "fingerprint", "thresholds", "identity", "kernels", "bogus"]
+)
+_INNER = st.sampled_from(
+    ["recorded_at", "reason", "gpu", "captures", "name", "cc", "file", "sha256", "launches",
+     "stall_family", "stall_reasons", "metrics", "ncu", "nvtx", "duration", "relative", "bogus"]
+)  # fmt: skip
+
+
+@SLOW
+@given(data=st.data())
+def test_the_fast_document_check_never_accepts_what_jsonschema_refuses(
+    data: st.DataObject,
+) -> None:
+    """perfgate.fastcheck.document_is_valid skips jsonschema for the whole document when it
+    is sure; a real baseline mutated at its top level (or one level down, or in a capture
+    entry) that it calls valid must be valid for jsonschema too."""
+    from perfgate.fastcheck import document_is_valid
+    from perfgate.schemas import schema_errors
+
+    doc = yaml.safe_load(BASELINE)
+    doc["kernels"] = doc["kernels"][:1]
+    doc.setdefault("thresholds", {"duration": {"relative": 0.1}})
+    doc.setdefault("identity", {"nvtx": False})
+    top = data.draw(_TOP)
+    where = data.draw(st.sampled_from(["replace", "inner", "capture", "drop"]))
+    if where == "replace":
+        doc[top] = data.draw(st.one_of(_VALUES, st.integers(-1, 4), st.booleans()))
+    elif where == "drop":
+        doc.pop(top, None)
+    elif where == "inner" and isinstance(doc.get(top), dict):
+        doc[top][data.draw(_INNER)] = data.draw(_VALUES)
+    elif where == "capture":
+        captures = doc.setdefault("provenance", {}).setdefault("captures", [{"file": "c.csv"}])
+        if captures:
+            captures[0][data.draw(_INNER)] = data.draw(st.one_of(_VALUES, st.just("a" * 64)))
+    if document_is_valid(doc):
+        assert schema_errors(doc, "baseline.schema.json", lambda p: None) == []
+
+
+def test_the_fast_document_check_vouches_for_every_committed_baseline() -> None:
+    from perfgate.fastcheck import document_is_valid
+
+    paths = sorted((ROOT / "baselines").rglob("*.yaml"))
+    assert paths and all(document_is_valid(yaml.safe_load(p.read_text())) for p in paths)
+
+
 # Hostile YAML (issue 15): tags with values not of their type, keys that are not strings,
 # nesting by block indicators on one line as well as by brackets and indentation.
 _Y_TAGS = ["!!int", "!!float", "!!bool", "!!null", "!!str", "!!timestamp", "!!binary", "!!set",
