@@ -222,7 +222,7 @@ def _cut_fields(header: list[str], wanted: Callable[[str], bool] | None) -> list
     return [i for i, name in enumerate(header) if name in keep]
 
 
-_CHUNK = 1 << 20  # bytes of launch rows read at a time
+_CHUNK = 1 << 18  # bytes of launch rows read at a time (256 KB measured faster than 1 MB: cache)
 
 
 class _Rows:
