@@ -17,6 +17,7 @@ value in them is one ncu wrote; only their number and the kernel names change.
     python benchmarks/scale.py                          # the table in docs/scale.md
     python benchmarks/scale.py --launches 10000 --kernels 8 --repeat 5
     python benchmarks/scale.py --rep big.ncu-rep --rep-baseline b.yaml --launches 0
+    python benchmarks/scale.py --launches 10000 --kernels 1000 --against ../perfgate-old
 """
 
 from __future__ import annotations
@@ -74,10 +75,10 @@ print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SEL
 """
 
 
-def _run(kind: str, *args: str) -> dict[str, float]:
+def _run(kind: str, *args: str, root: Path = ROOT) -> dict[str, float]:
     proc = subprocess.run(
         [sys.executable, "-c", _MEASURE, kind, *args],
-        capture_output=True, text=True, cwd=ROOT, env=_env(),
+        capture_output=True, text=True, cwd=root, env=_env(root),
     )  # fmt: skip
     lines = proc.stderr.strip().splitlines()
     if not lines or not lines[-1].startswith("{"):
@@ -88,23 +89,41 @@ def _run(kind: str, *args: str) -> dict[str, float]:
 _PYCACHE = Path(tempfile.gettempdir()) / "perfgate-scale-pycache"
 
 
-def _env() -> dict[str, str]:
+def _env(root: Path = ROOT) -> dict[str, str]:
     """This checkout first on the path, whatever else the caller set (ncu_report's folder),
     and perfgate's bytecode cached as an installed program has it (pip compiles it at
     install): under PYTHONDONTWRITEBYTECODE every run would compile perfgate's modules again
     (0.17 s here) while pandas, installed, never does."""
     extra = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + extra if extra else "")}
+    env = {**os.environ, "PYTHONPATH": str(root) + (os.pathsep + extra if extra else "")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(_PYCACHE)
     return env
 
 
-def _compile() -> None:
+def _compile(root: Path = ROOT) -> None:
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT / "perfgate")],
-        check=True, cwd=ROOT, env=_env(), capture_output=True,
+        [sys.executable, "-m", "compileall", "-q", str(root / "perfgate")],
+        check=True, cwd=root, env=_env(root), capture_output=True,
     )  # fmt: skip
+
+
+def _interleaved(
+    repeat: int, runs: dict[str, tuple[str, tuple[str, ...], Path]]
+) -> dict[str, dict[str, float]]:
+    """Each measurement `repeat` times, taking turns (a, b, c, a, b, c, ...) so that a machine
+    that slows down or speeds up meanwhile weighs on each alike; the median of each."""
+    got: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (kind, args, root) in runs.items():
+            got[name].append(_run(kind, *args, root=root))
+    return {
+        name: {
+            "wall": statistics.median(r["wall"] for r in values),
+            "rss_mb": statistics.median(r["rss_mb"] for r in values),
+        }
+        for name, values in got.items()
+    }
 
 
 def _median(kind: str, repeat: int, *args: str) -> dict[str, float]:
@@ -200,10 +219,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rep", type=Path, help="a .ncu-rep report to time too")
     ap.add_argument("--rep-baseline", type=Path, help="the baseline to check the report against")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="another perfgate checkout (an earlier commit, say): its check is timed too, "
+        "taking turns with the bare parse and this checkout's check",
+    )
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="perfgate-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     _compile()
+    if args.against:
+        _compile(args.against.resolve())
     results: dict[str, object] = {"python": sys.version.split()[0], "rows": []}
     largest: Path | None = None
     print(
@@ -218,17 +245,15 @@ def main(argv: list[str] | None = None) -> int:
             capture = work / f"full-{launches}-{kernels}.csv"
             skip = make_capture(capture, launches, kernels)
             size = capture.stat().st_size / 1e6
-            bare = _median("bare-csv", args.repeat, str(capture), str(skip))
-            check = _median(
-                "check",
-                args.repeat,
-                "check",
-                "-b",
-                str(baseline),
-                "-c",
-                str(capture),
-                "--no-new-kernels",
-            )
+            check_args = ("check", "-b", str(baseline), "-c", str(capture), "--no-new-kernels")
+            runs = {
+                "bare": ("bare-csv", (str(capture), str(skip)), ROOT),
+                "check": ("check", check_args, ROOT),
+            }
+            if args.against:
+                runs["against"] = ("check", check_args, args.against.resolve())
+            timed = _interleaved(args.repeat, runs)
+            bare, check = timed["bare"], timed["check"]
             row = {
                 "launches": launches,
                 "kernels": kernels,
@@ -236,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                 "bare": bare,
                 "check": check,
             }
+            if args.against:
+                row["against"] = timed["against"]
             results["rows"].append(row)  # type: ignore[union-attr]
             print(
                 f"| {launches:,} | {kernels:,} | {size:,.0f} MB | {bare['wall']:.2f} s | {check['wall']:.2f} s "
@@ -243,6 +270,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {check['rss_mb'] / bare['rss_mb']:.2f} |",
                 flush=True,
             )
+            if args.against:
+                other = timed["against"]
+                print(
+                    f"|  | {args.against}: | | | {other['wall']:.2f} s "
+                    f"| {other['wall'] / bare['wall']:.2f} | | {other['rss_mb']:,.0f} MB "
+                    f"| {other['rss_mb'] / bare['rss_mb']:.2f} |",
+                    flush=True,
+                )
             capture.unlink()
     if largest is not None:
         _load_line(largest, args.repeat, results)
