@@ -205,12 +205,6 @@ class LaunchTable:
             self._shares[key] = self._share_stats(family, chosen)
         return self._shares[key]
 
-    def stats(self, group: int, spec: Columnar) -> Stats | None:
-        return _pick(self.formula_stats(spec), group)
-
-    def cpi(self, group: int, family: StallFamily, reason: str) -> Stats | None:
-        return _pick(self.cpi_stats(family, reason), group)
-
     def shares(
         self, group: int, family: StallFamily, chosen: tuple[str, ...]
     ) -> tuple[int, dict[str, Stats]] | None:
@@ -269,12 +263,6 @@ class KernelRows:
     table: LaunchTable
     group: int
     cc: str | None  # the compute capability of the kernel's launches
-
-    def stats(self, spec: Columnar) -> Stats | None:
-        return self.table.stats(self.group, spec)
-
-    def cpi(self, family: StallFamily, reason: str) -> Stats | None:
-        return self.table.cpi(self.group, family, reason)
 
     def shares(
         self, family: StallFamily, chosen: tuple[str, ...]

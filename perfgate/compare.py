@@ -157,24 +157,11 @@ def _compare_metric(
         unit=measured.unit,
         change=change,
         relative_change=change / abs(before) if before else None,
-        bound=_bound_text(threshold, direction, measured.unit),
+        bound=describe_bound(threshold, direction, measured.unit),
     ), measured
 
 
 _comparison = maker(Comparison)
-# describe_bound()'s answers by the identity of their threshold: its lru_cache hashes a
-# dataclass and an enum in Python code, 35,000 times a check.
-_BOUND_TEXT: dict[tuple[int, int, str], tuple[Threshold, str]] = {}
-
-
-def _bound_text(threshold: Threshold, direction: Direction, unit: str) -> str:
-    key = (id(threshold), id(direction), unit)
-    hit = _BOUND_TEXT.get(key)
-    if hit is None or hit[0] is not threshold:
-        if len(_BOUND_TEXT) > 4096:
-            _BOUND_TEXT.clear()
-        hit = _BOUND_TEXT[key] = (threshold, describe_bound(threshold, direction, unit))
-    return hit[1]
 
 
 def _compare_categorical(
@@ -446,7 +433,7 @@ class _Passing:
                 # Only metrics without bounds of their own come here: the bounds of the name.
                 threshold, _ = _bounds(defn, metric, self.baseline, self.memo)
                 direction = threshold.direction or defn.direction
-                text = _bound_text(threshold, direction, route.unit)
+                text = describe_bound(threshold, direction, route.unit)
                 hit = _Route(route, stats, threshold, direction, text)
             self.routes[key] = hit
         return hit  # type: ignore[no-any-return]

@@ -105,7 +105,8 @@ def measure(
     (a check measures in the group its baseline was recorded in). For stall metrics,
     `reasons` pins the reason set (the baseline's `Measured.reasons`): shares are computed
     over exactly that set, and a reason the capture lacks makes the metric unavailable.
-    `rows`: the same launches in a column table (perfgate.columns), asked first."""
+    `rows`: the same launches in a column table (perfgate.columns), asked first by the
+    metric's column_route."""
     cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
     if isinstance(columns, frozenset):
         formula = _resolve(defn, columns, cc, group)
@@ -123,19 +124,15 @@ def measure(
         )
     if defn.per_capture:
         return _per_capture(defn, formula, launches)
+    if rows is not None:
+        route = column_route(defn, columns, cc, group, reasons)
+        if route is not None:
+            stats = route.stats(rows.table)
+            if stats is not None and stats[rows.group][0]:
+                return route.measured(defn.name, stats[rows.group])
     if defn.stall is not None and formula.family:
         family = FAMILY_BY_NAME[formula.family]
         return _stall(defn, formula, family, launches, columns, reasons, rows)
-    aggregate = defn.aggregate
-    if rows is not None and formula.columnar is not None and aggregate in _COLUMNAR:
-        stats = rows.stats(formula.columnar)
-        if stats is not None:
-            count, value, low, high = stats
-            if aggregate is Aggregate.FASTEST:
-                value = high if defn.direction is Direction.LOWER_IS_WORSE else low
-            return _measured(metric=defn.name, value=value, low=low, high=high, launches=count,
-                             source=formula.text, group=formula.group,
-                             unit=_unit(defn, launches))  # fmt: skip
     compute = formula.compute
     values = [compute(launch.metrics) for launch in launches]
     present = [v for v in values if v is not None]
@@ -275,10 +272,10 @@ def _stall(
     if isinstance(chosen, Unavailable):
         return chosen
     unit = defn.unit
-    if rows is not None:
-        fast = _stall_columns(defn, formula, family, chosen, rows)
-        if fast is not None:
-            return fast
+    if rows is not None and defn.stall is StallKind.DOMINANT:
+        dominant = _dominant_columns(defn, formula, family, chosen, rows)
+        if dominant is not None:
+            return dominant
     if defn.stall is StallKind.CPI:
         stalled, issuing = family.metric(defn.reason), family.metric(ISSUING)
         values = [_cpi(family, la.metrics, stalled, issuing) for la in launches]
@@ -360,6 +357,12 @@ class ColumnRoute:
             return stats[1]
         return stats[3] if self.fastest is Direction.LOWER_IS_WORSE else stats[2]
 
+    def measured(self, metric: str, stats: Stats) -> Measured:
+        count, _, low, high = stats
+        return _measured(metric=metric, value=self.value(stats), low=low, high=high,
+                         launches=count, source=self.source, group=self.group, unit=self.unit,
+                         reasons=self.reasons, family=self.family)  # fmt: skip
+
 
 def column_route(
     defn: MetricDef,
@@ -404,35 +407,23 @@ def column_route(
     )
 
 
-def _stall_columns(
+def _dominant_columns(
     defn: MetricDef,
     formula: Formula,
     family: StallFamily,
     chosen: tuple[str, ...],
     rows: KernelRows,
 ) -> Measured | None:
-    """_stall()'s values from the column table; None leaves them to the per-launch path."""
-    if defn.stall is StallKind.CPI:
-        stats = rows.cpi(family, defn.reason)
-        if stats is None:
-            return None
-        count, median, low, high = stats
-        return _measured(metric=defn.name, value=median, low=low, high=high, launches=count,
-                         source=formula.text, group=formula.group, unit=defn.unit,
-                         reasons=chosen, family=family.name)  # fmt: skip
+    """The dominant stall from the column table's shares; None leaves it to the per-launch
+    path. (Numeric stall metrics come from column_route.)"""
     got = rows.shares(family, chosen)
     if got is None:
         return None
     count, per_reason = got
-    if defn.stall is StallKind.DOMINANT:
-        medians = {r: per_reason[r][1] for r in chosen}
-        top = max(medians, key=lambda r: (medians[r], r))
-        return Measured(defn.name, top, None, None, count, formula.text, formula.group,
-                        defn.unit, medians, reasons=chosen, family=family.name)  # fmt: skip
-    count, median, low, high = per_reason[defn.reason]
-    return _measured(metric=defn.name, value=median, low=low, high=high, launches=count,
-                     source=formula.text, group=formula.group, unit=defn.unit, reasons=chosen,
-                     family=family.name)  # fmt: skip
+    medians = {r: per_reason[r][1] for r in chosen}
+    top = max(medians, key=lambda r: (medians[r], r))
+    return Measured(defn.name, top, None, None, count, formula.text, formula.group,
+                    defn.unit, medians, reasons=chosen, family=family.name)  # fmt: skip
 
 
 def rule_speedups(launches: Sequence[Launch]) -> dict[str, float]:
