@@ -110,19 +110,26 @@ def _lines(fh: BinaryIO, path: str) -> Iterator[bytes]:
             return
         number += 1
         if len(raw) > MAX_LINE:
-            raise CaptureError(
-                f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output "
-                "(docs/limits.md)",
-                path,
-            )
+            raise _too_long(number, path)
         total += len(raw)
         if total > limit:
-            raise CaptureError(
-                f"holds more than {limit:,} bytes (after gzip); perfgate reads at most that "
-                f"much of one capture (raise it with {MAX_BYTES_ENV}; docs/limits.md)",
-                path,
-            )
+            raise _too_large(limit, path)
         yield raw
+
+
+def _too_long(number: int, path: str) -> CaptureError:
+    return CaptureError(
+        f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output (docs/limits.md)",
+        path,
+    )
+
+
+def _too_large(limit: int, path: str) -> CaptureError:
+    return CaptureError(
+        f"holds more than {limit:,} bytes (after gzip); perfgate reads at most that much of "
+        f"one capture (raise it with {MAX_BYTES_ENV}; docs/limits.md)",
+        path,
+    )
 
 
 _KEEP_LOG = 10_000  # log lines kept from around the CSV; program output is not kept
@@ -248,18 +255,13 @@ class _Rows:
                 break
             total += len(block)
             if total > limit:
-                raise CaptureError(
-                    f"holds more than {limit:,} bytes (after gzip); perfgate reads at most "
-                    f"that much of one capture (raise it with {MAX_BYTES_ENV}; "
-                    "docs/limits.md)",
-                    self.path,
-                )
+                raise _too_large(limit, self.path)
             data = carry + block if carry else block
             if block:
                 end = data.rfind(b"\n") + 1
                 if not end:
                     if len(data) > MAX_LINE:
-                        raise self._too_long(number + 1)
+                        raise _too_long(number + 1, self.path)
                     carry = data
                     continue
                 region, carry = data[:end], data[end:]
@@ -268,12 +270,6 @@ class _Rows:
             number = self._region(region, number, final=not block)
         self._finish()
 
-    def _too_long(self, number: int) -> CaptureError:
-        return CaptureError(
-            f"line {number} is longer than {MAX_LINE:,} bytes: not ncu CSV output (docs/limits.md)",
-            self.path,
-        )
-
     def _region(self, region: bytes, number: int, final: bool) -> int:
         from perfgate.ingest import quoted
 
@@ -281,7 +277,7 @@ class _Rows:
         at, size = quoted.longest(lines)
         # The last line has a line feed only because one was added.
         if size - (1 if final and at == len(lines) - 1 else 0) > MAX_LINE:
-            raise self._too_long(number + at + 1)
+            raise _too_long(number + at + 1, self.path)
         layout, i, count = self.layout, 0, len(lines)
         while i < count:
             if self.in_trailer:
