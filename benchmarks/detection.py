@@ -26,13 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.baseline import Baseline, KernelBaseline  # noqa: E402
-from perfgate.capture import Capture, Launch, merge  # noqa: E402
-from perfgate.compare import check  # noqa: E402
+from perfgate.baseline.model import Baseline, KernelBaseline  # noqa: E402
+from perfgate.identity.grouping import KernelGroup, group_launches  # noqa: E402
 from perfgate.ingest import read_capture  # noqa: E402
-from perfgate.kernels import KernelGroup, group_launches  # noqa: E402
-from perfgate.record import RecordSettings, record  # noqa: E402
-from perfgate.verdict import Comparison, KernelState, State  # noqa: E402
+from perfgate.ingest.launches import Capture, Launch, merge  # noqa: E402
+from perfgate.judge.comparison import Comparison, State  # noqa: E402
+from perfgate.judge.states import KernelState  # noqa: E402
+from perfgate.lifecycle.record import RecordSettings, record  # noqa: E402
+from perfgate.verdicts.check import check  # noqa: E402
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"
 H100 = ROOT / "tests" / "data" / "h100"

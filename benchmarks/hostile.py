@@ -1,7 +1,7 @@
 """What the defences against hostile input cost on ordinary input, and how the wide-capture
 path scales (docs/limits.md).
 
-- the YAML nesting guard (perfgate.baseline._check_nesting) against the whole load of a
+- the YAML nesting guard (perfgate.baseline.load._check_nesting) against the whole load of a
   1,000-kernel baseline recorded by benchmarks/scale.py, and against the guard it replaced
   (a Python loop over every character and every line), in one process, best of --repeat;
 - the scan of a capture with and without its per-row field count;
@@ -47,7 +47,7 @@ def _old_guard(text: str) -> None:
 def guard(workdir: Path, repeat: int) -> None:
     import scale
 
-    from perfgate import baseline
+    from perfgate.baseline import load as baseline
 
     path = workdir / "b1000.yaml"
     scale.make_baseline(path, 1000, workdir, 2000)

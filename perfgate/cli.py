@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from perfgate import __version__
-from perfgate.errors import ExitCode, PerfgateError
+from perfgate.common.errors import ExitCode, PerfgateError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -274,7 +274,7 @@ def check_command(
     allow_other_gpu: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
-    from perfgate.fileio import check_outputs
+    from perfgate.common.fileio import check_outputs
     from perfgate.gate import (
         CheckRequest,
         ReportOutputs,
@@ -288,7 +288,7 @@ def check_command(
     )
     from perfgate.reports import github as github_report
     from perfgate.reports import junit, text
-    from perfgate.verdict import Report
+    from perfgate.verdicts.model import Report
 
     settings = _settings()
     policy = parse_fail_on("never" if warn_only else fail_on)
@@ -390,9 +390,9 @@ def _replace_stale(outputs: Any, exc: Exception) -> None:
     left from an earlier run must not read as this run's result."""
     from dataclasses import replace
 
-    from perfgate.fileio import remove_stale
+    from perfgate.common.fileio import remove_stale
     from perfgate.gate import write_reports
-    from perfgate.verdict import Report
+    from perfgate.verdicts.model import Report
 
     problem = Report(problems=(f"internal error: {type(exc).__name__}: {exc}",))
     try:
@@ -462,9 +462,9 @@ def record_command(
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
-    from perfgate.fileio import check_outputs
+    from perfgate.common.fileio import check_outputs
     from perfgate.gate import RecordRequest, run_record
-    from perfgate.record import RecordSettings
+    from perfgate.lifecycle.record import RecordSettings
 
     check_outputs([output], captures)
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
@@ -619,8 +619,8 @@ def diff_command(before: str, after: str, fmt: str, exit_code: bool, all_values:
 def validate_command(paths: tuple[str, ...]) -> None:
     """Check baseline files (or the baselines in a directory) against the schema and the
     metric catalog."""
-    from perfgate.baseline import load_baseline
-    from perfgate.baseline_set import expand
+    from perfgate.baseline.load import load_baseline
+    from perfgate.baseline.selection import expand
     from perfgate.reports.format import counted
 
     problems: list[str] = []
@@ -649,7 +649,7 @@ def validate_command(paths: tuple[str, ...]) -> None:
 @_guard
 def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     """List the metric catalog (or the ncu metric list it needs)."""
-    from perfgate.catalog import (
+    from perfgate.metrics.catalog import (
         CATALOG_LIST,
         COLD_START_STALLS,
         STALL_PREFIX,
@@ -657,7 +657,7 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
         catalog_markdown,
         ncu_metrics,
     )
-    from perfgate.thresholds import Direction, describe_bound
+    from perfgate.metrics.thresholds import Direction, describe_bound
 
     if ncu:
         click.echo(",".join(ncu_metrics(cc)))
@@ -749,7 +749,7 @@ def capture_command(
 
     The program and its arguments are passed to ncu as they are (no shell). Exit 2 when ncu
     or the program fails, no kernel was profiled, or a gated metric came back absent."""
-    from perfgate.ncu_command import CaptureOptions
+    from perfgate.ncu.command import CaptureOptions
 
     options = CaptureOptions(
         baselines, tuple(program), output=output, replay_mode=replay_mode, kernels=kernels,
@@ -758,7 +758,7 @@ def capture_command(
         keep_report=keep_report,
     )  # fmt: skip
     if dry_run:
-        from perfgate.ncu_runner import dry_run as plan_only
+        from perfgate.ncu.runner import dry_run as plan_only
 
         plan = plan_only(options)
         for note in plan.notes:
@@ -766,7 +766,7 @@ def capture_command(
         click.echo(plan.shell_text())
         click.echo(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
         return
-    from perfgate.ncu_runner import run_capture
+    from perfgate.ncu.runner import run_capture
 
     result = run_capture(options)
     passes = sorted(set(result.passes))
@@ -800,7 +800,7 @@ def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...
     """Check that this machine can capture: ncu and its version, the GPU, its driver and
     compute capability, counter permission, MIG, and (with -b and a program after --) a
     one-launch capture proving each gated metric returns data. Exit 2 on any problem."""
-    from perfgate.doctor import failed, render, run_doctor
+    from perfgate.ncu.doctor import failed, render, run_doctor
 
     checks = run_doctor(ncu, baselines, program)
     click.echo(render(checks), nl=False)

@@ -10,22 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.baseline import dump_baseline, load_baseline, parse_baseline
-from perfgate.baseline_set import assign, expand
-from perfgate.compare import CheckSettings, check
-from perfgate.diagnosis import Diagnosis, diagnose, raw_inputs
-from perfgate.errors import ExitCode, UsageError
-from perfgate.fileio import check_outputs, write_text_atomic
+from perfgate.baseline.dump import dump_baseline
+from perfgate.baseline.load import load_baseline, parse_baseline
+from perfgate.baseline.selection import assign, expand
+from perfgate.causes.without_baseline import Diagnosis, diagnose, raw_inputs
+from perfgate.common.errors import ExitCode, UsageError
+from perfgate.common.fileio import check_outputs, write_text_atomic
+from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.kernels import group_launches, readable_ids, select
-from perfgate.values import check_values
-from perfgate.verdict import KernelState, Report, _never
+from perfgate.judge.states import KernelState, _never
+from perfgate.metrics.values import check_values
+from perfgate.verdicts.check import CheckSettings, check
+from perfgate.verdicts.model import Report
 
 if TYPE_CHECKING:
     # Loaded where they are used: a check needs none of them (docs/scale.md).
-    from perfgate.lifecycle import EditPlan
-    from perfgate.record import RecordResult, RecordSettings
-    from perfgate.review import BaselineDiff, BaselineView
+    from perfgate.lifecycle.plan import EditPlan
+    from perfgate.lifecycle.record import RecordResult, RecordSettings
+    from perfgate.lifecycle.review import BaselineDiff, BaselineView
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def run_check(request: CheckRequest) -> Report:
 
 
 def run_record(request: RecordRequest) -> RecordResult:
-    from perfgate.record import record
+    from perfgate.lifecycle.record import record
 
     if Path(request.output).exists() and not request.overwrite:
         raise UsageError(
@@ -140,8 +142,8 @@ class EditResult:
 
 def _edit(request: EditRequest, accept: bool) -> EditResult:
     # ruamel.yaml is only needed to edit a baseline: checks never import it.
-    from perfgate.baseline_edit import apply as apply_plan
-    from perfgate.lifecycle import plan_accept, plan_update, stamp
+    from perfgate.lifecycle.edit import apply as apply_plan
+    from perfgate.lifecycle.plan import plan_accept, plan_update, stamp
 
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
@@ -177,13 +179,13 @@ def run_update(request: EditRequest) -> EditResult:
 
 
 def run_show(path: str, patterns: tuple[str, ...]) -> BaselineView:
-    from perfgate.review import view
+    from perfgate.lifecycle.review import view
 
     return view(load_baseline(path), patterns)
 
 
 def run_diff(before: str, after: str) -> BaselineDiff:
-    from perfgate.review import diff
+    from perfgate.lifecycle.review import diff
 
     return diff(load_baseline(before), load_baseline(after))
 

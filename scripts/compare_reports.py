@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = Path(__file__).resolve().parent / "report_snapshot.py"
 OUT = ".snapshot-compare"
+GIT = shutil.which("git") or "git"
 
 
 def _snapshot(checkout: Path) -> Path:
@@ -39,23 +40,26 @@ def _snapshot(checkout: Path) -> Path:
     return out
 
 
+def _line(lines: list[bytes], index: int) -> str:
+    return lines[index].decode(errors="replace")[:200] if index < len(lines) else "<end>"
+
+
 def _differences(a: Path, b: Path) -> list[str]:
     out: list[str] = []
     files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
     files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
-    out += [f"only in {a.parent.name}: {p}" for p in sorted(files_a - files_b)]
-    out += [f"only in {b.parent.name}: {p}" for p in sorted(files_b - files_a)]
+    out += [f"only in {a.name}: {p}" for p in sorted(files_a - files_b)]
+    out += [f"only in {b.name}: {p}" for p in sorted(files_b - files_a)]
     for rel in sorted(files_a & files_b):
         if not filecmp.cmp(a / rel, b / rel, shallow=False):
             lines_a = (a / rel).read_bytes().splitlines()
             lines_b = (b / rel).read_bytes().splitlines()
             first = next(
-                (i for i, (x, y) in enumerate(zip(lines_a, lines_b)) if x != y),
+                (i for i, (x, y) in enumerate(zip(lines_a, lines_b, strict=False)) if x != y),
                 min(len(lines_a), len(lines_b)),
             )
-            def line(lines: list[bytes]) -> str:
-                return lines[first].decode(errors="replace")[:200] if first < len(lines) else "<end>"
-            out.append(f"differs: {rel} (line {first + 1})\n  - {line(lines_a)}\n  + {line(lines_b)}")
+            was, now = _line(lines_a, first), _line(lines_b, first)
+            out.append(f"differs: {rel} (line {first + 1})\n  - {was}\n  + {now}")
     return out
 
 
@@ -64,7 +68,7 @@ def main() -> int:
     parser.add_argument("--against", required=True, help="the commit to compare with")
     args = parser.parse_args()
     sha = subprocess.run(
-        ["git", "rev-parse", args.against], cwd=ROOT, capture_output=True, text=True, check=True
+        [GIT, "rev-parse", args.against], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
     script = hashlib.sha256(SNAPSHOT.read_bytes()).hexdigest()[:12]
     # The other commit's snapshot is kept: it is the same as long as the script is.
@@ -73,7 +77,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="perfgate-against-") as tmp:
             other = Path(tmp) / "against"
             subprocess.run(
-                ["git", "worktree", "add", "--detach", "--quiet", str(other), sha],
+                [GIT, "worktree", "add", "--detach", "--quiet", str(other), sha],
                 cwd=ROOT,
                 check=True,
             )
@@ -81,14 +85,14 @@ def main() -> int:
                 shutil.copytree(_snapshot(other), cached)
             finally:
                 subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False
+                    [GIT, "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False
                 )
     ours = _snapshot(ROOT)
     diffs = _differences(cached, ours)
     count = sum(1 for p in (ROOT / OUT).rglob("*") if p.is_file())
     if diffs:
         print("\n".join(diffs[:50]))
-        more = f" (first 50 shown)" if len(diffs) > 50 else ""
+        more = " (first 50 shown)" if len(diffs) > 50 else ""
         print(f"{len(diffs)} of {count} files differ from {args.against}{more}")
         return 1
     print(f"all {count} files are byte for byte those of {args.against}")

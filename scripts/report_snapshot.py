@@ -22,7 +22,6 @@ checkout's root, so that they read the same in every checkout.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -30,9 +29,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-sys.path.insert(0, os.getcwd())
+sys.path.insert(0, str(Path.cwd()))
 
-from perfgate.cli import main  # noqa: E402
+from perfgate.cli import main
 
 CAPTURE = re.compile(r"\.(csv|csv\.gz|ncu-rep)$")
 RUN = re.compile(r"^(?:start\d+-)?(?P<set>.+)-run(?P<n>\d+)\.(csv|csv\.gz|ncu-rep)$")
@@ -202,11 +201,16 @@ def snapshot(root: Path, out: Path) -> int:
             snap.run(f"hostile/{capture.name}", ["check", "-b", str(zoo), "-c", str(capture)])
         full = next(b for n, b in baselines if n == "committed_h100_zoo-full")
         for fmt in ("text", "markdown"):
-            snap.run(f"diff/zoo-{fmt}", ["baseline", "diff", str(zoo), str(full), "--all", "--format", fmt])
+            snap.run(
+                f"diff/zoo-{fmt}",
+                ["baseline", "diff", str(zoo), str(full), "--all", "--format", fmt],
+            )
         h200 = next((c for c in captures if _gpu(c) == "h200" and _workload(c) == "zoo"), None)
         if h200 is not None:
             snap.run("other-gpu/refused", ["check", "-b", str(zoo), "-c", str(h200)])
-            snap.run("other-gpu/allowed", ["check", "-b", str(zoo), "-c", str(h200), "--allow-other-gpu"])
+            snap.run(
+                "other-gpu/allowed", ["check", "-b", str(zoo), "-c", str(h200), "--allow-other-gpu"]
+            )
 
     for capture in [*captures, *hostile]:
         tag = str(capture).replace("/", "_")

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfgate import patterns  # noqa: E402
-from perfgate.errors import PerfgateError  # noqa: E402
+from perfgate.common import patterns  # noqa: E402
+from perfgate.common.errors import PerfgateError  # noqa: E402
 
 FOUND = ROOT / "tests" / "corpus" / "fuzz-found"
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"
@@ -122,7 +122,7 @@ def _regex_case(rng: random.Random) -> str:
 
 
 def _run_yaml(seed: int) -> tuple[str, Callable[[Path], None], str]:
-    from perfgate.baseline import load_baseline
+    from perfgate.baseline.load import load_baseline
 
     base = ZOO.read_text().splitlines()[:120]  # the header, provenance and a few kernels
     return _yaml_case(random.Random(seed), base), lambda p: (load_baseline(p), None)[1], ".yaml"

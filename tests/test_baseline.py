@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perfgate.baseline import dump_baseline, load_baseline, to_document
-from perfgate.errors import BaselineError
+from perfgate.baseline.dump import dump_baseline, to_document
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import BaselineError
 from perfgate.ingest import read_captures
-from perfgate.record import RecordSettings, record
+from perfgate.lifecycle.record import RecordSettings, record
 from tests.conftest import ROOT, data
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"

@@ -4,11 +4,12 @@ import statistics
 
 import pytest
 
-from perfgate.calibrate import calibrate, time_floor
-from perfgate.catalog import lookup
 from perfgate.ingest import read_capture
-from perfgate.measure import Measured, measure
-from perfgate.thresholds import Direction, Outcome, Threshold, judge_numeric
+from perfgate.judge.outcome import Outcome, judge_numeric
+from perfgate.lifecycle.calibrate import calibrate, time_floor
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.measure import Measured, measure
+from perfgate.metrics.thresholds import Direction, Threshold
 from tests.conftest import data
 
 # Measured (docs/noise.md): kernels of 10-20 us move up to 3.3% across starts, so a bound that

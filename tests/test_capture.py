@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perfgate.baseline import load_baseline
-from perfgate.errors import UsageError
-from perfgate.ncu_command import (
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import UsageError
+from perfgate.ncu.command import (
     CAPTURE_STALL_FAMILY,
     MAX_FILTER,
     CaptureOptions,
@@ -347,9 +347,9 @@ def test_cheaper_stall_family_checks_against_an_older_baseline(
 
 
 def test_filter_follows_inductor_renumbering() -> None:
-    from perfgate.baseline import KernelBaseline, KernelMatch
-    from perfgate.kernel_names import normalise
-    from perfgate.ncu_command import base_name
+    from perfgate.baseline.model import KernelBaseline, KernelMatch
+    from perfgate.ingest.names import normalise
+    from perfgate.ncu.command import base_name
 
     recorded, renamed = "triton_poi_fused_add_mul_relu_1", "triton_poi_fused_add_mul_relu_0"
     assert normalise(recorded) == normalise(renamed)  # check treats them as one kernel

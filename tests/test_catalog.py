@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.capture import Launch
-from perfgate.catalog import CATALOG, default_metrics, lookup, ncu_metrics
-from perfgate.errors import UsageError
+from perfgate.common.errors import UsageError
 from perfgate.ingest import read_capture
-from perfgate.measure import Measured, Unavailable, measure
-from perfgate.stalls import FAMILIES
+from perfgate.ingest.launches import Launch
+from perfgate.metrics.catalog import CATALOG, default_metrics, lookup, ncu_metrics
+from perfgate.metrics.measure import Measured, Unavailable, measure
+from perfgate.metrics.stalls import FAMILIES
 from tests.conftest import ROOT, data, raw_rows
 
 

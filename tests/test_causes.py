@@ -12,17 +12,12 @@ import pytest
 
 from perfgate.causes import diagnose, metrics, side_from_launches, substitution_cause
 from perfgate.causes.levers import ACCEPT, LEVERS
+from perfgate.causes.model import CauseKind, KernelDelta, Side
+from perfgate.identity.grouping import group_launches
 from perfgate.ingest import read_capture
-from perfgate.kernels import group_launches
-from perfgate.verdict import (
-    CauseKind,
-    Comparison,
-    KernelDelta,
-    KernelState,
-    KernelVerdict,
-    Side,
-    State,
-)
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
+from perfgate.verdicts.model import KernelVerdict
 from tests.conftest import data
 from tests.zoo.expectations import EXPECTED_MECHANISMS
 

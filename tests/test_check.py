@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perfgate.baseline import dump_baseline, load_baseline
-from perfgate.capture import merge
-from perfgate.compare import check
-from perfgate.errors import ExitCode
+from perfgate.baseline.dump import dump_baseline
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
-from perfgate.record import RecordSettings, record
-from perfgate.verdict import KernelState, State, kernel_exit_code, worst_exit_code
+from perfgate.ingest.launches import merge
+from perfgate.judge.comparison import State
+from perfgate.judge.states import KernelState, kernel_exit_code, worst_exit_code
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.verdicts.check import check
 from tests.conftest import ROOT, data
 from tests.zoo.expectations import unmet
 
@@ -261,8 +263,8 @@ def test_regex_matches_go_through_every_launch(tmp_path: Path) -> None:
 
 
 def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
-    from perfgate.compare import _corroborate_stall_mix
-    from perfgate.verdict import Comparison
+    from perfgate.judge.comparison import Comparison
+    from perfgate.verdicts.check import _corroborate_stall_mix
 
     flip = Comparison("k", "dominant_stall", State.REGRESSED, "barrier", "long_scoreboard",
                       message="changed from barrier")  # fmt: skip

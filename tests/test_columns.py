@@ -1,5 +1,5 @@
 """The column paths a check takes for speed give the answers of the plain paths they stand in
-for (docs/scale.md): measuring from a LaunchTable (perfgate.columns) against measuring launch
+for (docs/scale.md): measuring from a LaunchTable (perfgate.metrics.columns) against measuring launch
 by launch, and reading rows cut by perfgate.ingest.quoted against pandas reading the file.
 Both are held equal on every bundled real capture, and on the edge cases each one routes back
 to the plain path."""
@@ -14,18 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.capture import Capture, Launch
-from perfgate.catalog import CATALOG_LIST, lookup
-from perfgate.columns import LaunchTable
-from perfgate.compare import check
-from perfgate.errors import CaptureError
-from perfgate.frozen import maker
+from perfgate.common.errors import CaptureError
+from perfgate.common.frozen import maker
+from perfgate.identity.grouping import group_launches
 from perfgate.ingest import MetricSelection, raw_csv, read_capture
-from perfgate.kernels import group_launches
-from perfgate.measure import Measured, Unavailable, measure
-from perfgate.record import RecordSettings, record
-from perfgate.stalls import STALL_REASONS
-from perfgate.verdict import Comparison, KernelState, State
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.metrics.catalog import CATALOG_LIST, lookup
+from perfgate.metrics.columns import LaunchTable
+from perfgate.metrics.measure import Measured, Unavailable, measure
+from perfgate.metrics.stalls import STALL_REASONS
+from perfgate.verdicts.check import check
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = sorted(p for p in DATA.rglob("*") if p.name.endswith((".csv", ".csv.gz")))

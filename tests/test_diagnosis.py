@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.capture import Capture
-from perfgate.diagnosis import diagnose, quadrant
+from perfgate.causes.without_baseline import diagnose, quadrant
+from perfgate.identity.grouping import group_launches
 from perfgate.ingest import read_capture
-from perfgate.kernels import group_launches
+from perfgate.ingest.launches import Capture
 from tests.conftest import data
 from tests.zoo.expectations import EXPECTED_MECHANISMS
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from perfgate.catalog import CATALOG, catalog_markdown
+from perfgate.metrics.catalog import CATALOG, catalog_markdown
 from tests.conftest import ROOT
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfgate.doctor import (
+from perfgate.ncu.doctor import (
     Check,
     Status,
     failed,

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from perfgate.baseline import load_baseline
-from perfgate.compare import check
+from perfgate.baseline.load import load_baseline
 from perfgate.gate import FailOn, parse_fail_on, policy_exit_code, repository_paths
 from perfgate.ingest import read_capture
+from perfgate.judge.states import KernelState
 from perfgate.reports import github, junit
-from perfgate.verdict import KernelState, Report
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import Report
 from tests.conftest import ROOT, data
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"

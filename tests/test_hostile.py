@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perfgate import fileio, patterns
-from perfgate.errors import UsageError
+from perfgate.common import fileio, patterns
+from perfgate.common.errors import UsageError
 from perfgate.reports.escape import log_line, log_text, no_mentions, one_line
 from perfgate.reports.markdown import cell
 from tests.conftest import DATA, ROOT
@@ -50,7 +50,7 @@ def _one_error(proc: subprocess.CompletedProcess[str], path: object, pattern: st
 
 # ------------------------------------------------------------------------- atomic writes
 
-_WRITER = "import sys; from perfgate.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"
+_WRITER = "import sys; from perfgate.common.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"
 
 
 def _paused_writer(target: Path, **env: str) -> subprocess.Popen[str]:
@@ -226,7 +226,7 @@ def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_
 
 
 def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from perfgate.errors import CaptureError
+    from perfgate.common.errors import CaptureError
     from perfgate.ingest import read_capture
     from perfgate.ingest.raw_csv import MAX_BYTES_ENV
 
@@ -238,7 +238,7 @@ def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: p
 
 
 def test_a_capture_over_the_launch_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from perfgate.errors import CaptureError
+    from perfgate.common.errors import CaptureError
     from perfgate.ingest import read_capture
     from perfgate.ingest.raw_csv import MAX_LAUNCHES_ENV
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.capture import Launch
-from perfgate.compare import check
+from perfgate.identity.grouping import KernelKey, group_launches, nvtx_range, readable_ids
 from perfgate.ingest import read_capture
-from perfgate.kernel_names import normalise, short_name
-from perfgate.kernels import KernelKey, group_launches, nvtx_range, readable_ids
-from perfgate.record import RecordSettings, record
-from perfgate.verdict import KernelState
+from perfgate.ingest.launches import Launch
+from perfgate.ingest.names import normalise, short_name
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.verdicts.check import check
 from tests.conftest import data
 
 GELU = (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.errors import CaptureError
+from perfgate.common.errors import CaptureError
 from perfgate.ingest import MetricSelection, read_capture
 from tests.conftest import data, raw_rows
 
@@ -273,9 +273,10 @@ def test_n_a_and_empty_values_are_absent_not_zero(tmp_path: Path) -> None:
     assert all(la.metrics["gpu__time_duration.sum"] is None for la in launches)
     assert all(la.metrics["launch__registers_per_thread"] is None for la in launches)
 
-    from perfgate.baseline import load_baseline
-    from perfgate.compare import check
-    from perfgate.verdict import KernelState, State
+    from perfgate.baseline.load import load_baseline
+    from perfgate.judge.comparison import State
+    from perfgate.judge.states import KernelState
+    from perfgate.verdicts.check import check
     from tests.conftest import ROOT
 
     result = check(load_baseline(ROOT / "baselines/h100/zoo.yaml"), read_capture(path))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.kernel_names import function_name
+from perfgate.ingest.names import function_name
 from tests.conftest import raw_rows
 
 

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baseline import load_baseline
-from perfgate.baseline_edit import dump, load
-from perfgate.errors import UsageError
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import UsageError
 from perfgate.gate import (
     CheckRequest,
     EditRequest,
@@ -30,9 +29,10 @@ from perfgate.gate import (
     run_record,
     run_update,
 )
-from perfgate.lifecycle import calibrated_bound, now, who
-from perfgate.record import RecordSettings
-from perfgate.verdict import KernelState
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.edit import dump, load
+from perfgate.lifecycle.plan import calibrated_bound, now, who
+from perfgate.lifecycle.record import RecordSettings
 from tests.conftest import ROOT, data
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.errors import CaptureError
+from perfgate.common.errors import CaptureError
 from perfgate.ingest import read_capture
 from perfgate.ingest.ncu_log import crash_signal, describe_error, scan
-from perfgate.metric_names import absent_note, alternatives, architecture, describe_absent
+from perfgate.metrics.names import absent_note, alternatives, architecture, describe_absent
 from tests.conftest import ROOT
 
 TEXTS = ROOT / "tests" / "data" / "h200" / "capture"

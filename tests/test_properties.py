@@ -14,12 +14,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfgate.baseline import load_baseline
-from perfgate.compare import check
-from perfgate.errors import PerfgateError
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import PerfgateError
 from perfgate.ingest import read_capture
-from perfgate.units import NumberFormat, classify, decide_format, parse_number
-from perfgate.verdict import KernelState
+from perfgate.ingest.units import NumberFormat, classify, decide_format, parse_number
+from perfgate.judge.states import KernelState
+from perfgate.verdicts.check import check
 from tests.conftest import ROOT, data
 
 # PERFGATE_FUZZ_EXAMPLES=2000 for a longer hunt; CI runs the default.
@@ -217,10 +217,10 @@ _MATCH_KEYS = st.sampled_from(
 @SLOW
 @given(data=st.data())
 def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
-    """perfgate.fastcheck skips jsonschema for the kernel entries when it is sure; a mutated
+    """perfgate.baseline.fastcheck skips jsonschema for the kernel entries when it is sure; a mutated
     real baseline it calls valid must be valid for jsonschema too."""
-    from perfgate.fastcheck import without_bulk
-    from perfgate.schemas import schema_errors
+    from perfgate.baseline.fastcheck import without_bulk
+    from perfgate.common.schemas import schema_errors
 
     doc = yaml.safe_load(BASELINE)
     kernels = data.draw(st.lists(st.sampled_from(doc["kernels"]), max_size=2, unique_by=id))
@@ -267,11 +267,11 @@ _INNER = st.sampled_from(
 def test_the_fast_document_check_never_accepts_what_jsonschema_refuses(
     data: st.DataObject,
 ) -> None:
-    """perfgate.fastcheck.document_is_valid skips jsonschema for the whole document when it
+    """perfgate.baseline.fastcheck.document_is_valid skips jsonschema for the whole document when it
     is sure; a real baseline mutated at its top level (or one level down, or in a capture
     entry) that it calls valid must be valid for jsonschema too."""
-    from perfgate.fastcheck import document_is_valid
-    from perfgate.schemas import schema_errors
+    from perfgate.baseline.fastcheck import document_is_valid
+    from perfgate.common.schemas import schema_errors
 
     doc = yaml.safe_load(BASELINE)
     doc["kernels"] = doc["kernels"][:1]
@@ -294,7 +294,7 @@ def test_the_fast_document_check_never_accepts_what_jsonschema_refuses(
 
 
 def test_the_fast_document_check_vouches_for_every_committed_baseline() -> None:
-    from perfgate.fastcheck import document_is_valid
+    from perfgate.baseline.fastcheck import document_is_valid
 
     paths = sorted((ROOT / "baselines").rglob("*.yaml"))
     assert paths and all(document_is_valid(yaml.safe_load(p.read_text())) for p in paths)
@@ -368,7 +368,7 @@ _R_REGEX = st.recursive(
 def test_a_pattern_perfgate_accepts_does_not_backtrack_exponentially(body: str, end: str) -> None:
     import re
 
-    from perfgate import patterns
+    from perfgate.common import patterns
 
     pattern = body + end
     try:

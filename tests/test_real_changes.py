@@ -11,13 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baseline import Baseline
-from perfgate.capture import Capture, merge
-from perfgate.compare import check
-from perfgate.errors import ExitCode
+from perfgate.baseline.model import Baseline
+from perfgate.causes.model import CauseKind
+from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
-from perfgate.record import RecordSettings, record
-from perfgate.verdict import CauseKind, CheckResult, KernelState, KernelVerdict, State
+from perfgate.ingest.launches import Capture, merge
+from perfgate.judge.comparison import State
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import CheckResult, KernelVerdict
 from tests.conftest import ROOT
 
 REAL = ROOT / "tests" / "data" / "h200" / "real"

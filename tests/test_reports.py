@@ -19,25 +19,16 @@ import pytest
 import xmlschema
 import yaml
 
-from perfgate.baseline import load_baseline
-from perfgate.compare import check
+from perfgate.baseline.load import load_baseline
+from perfgate.causes.model import CauseKind, Evidence, RootCause
+from perfgate.common.schemas import load_schema
 from perfgate.ingest import read_capture
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState, kernel_state
 from perfgate.reports import github, json_report, junit, markdown, text
 from perfgate.reports.format import headline
-from perfgate.schemas import load_schema
-from perfgate.verdict import (
-    CauseKind,
-    CheckResult,
-    Comparison,
-    Evidence,
-    KernelState,
-    KernelVerdict,
-    LaunchCount,
-    Report,
-    RootCause,
-    State,
-    kernel_state,
-)
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, Report
 from tests.conftest import ROOT, data
 
 HOSTILE = "void at::reduce_kernel<512, 1, at::ReduceOp<float, a|b & c>>(*T3, `x`, _y_)\x07"

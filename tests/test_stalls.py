@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.capture import Launch
-from perfgate.catalog import lookup
 from perfgate.ingest import read_capture
-from perfgate.measure import Measured, Unavailable, measure
-from perfgate.stalls import FAMILIES, FAMILY_BY_NAME, STALL_REASONS, stall_family_report
+from perfgate.ingest.launches import Launch
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.measure import Measured, Unavailable, measure
+from perfgate.metrics.stalls import FAMILIES, FAMILY_BY_NAME, STALL_REASONS, stall_family_report
 from tests.conftest import DATA, ROOT, data
 
 QUERY = ROOT.parent / "shared" / "reference" / "query_metrics_gh100.txt"

@@ -1,14 +1,7 @@
 from __future__ import annotations
 
-from perfgate.thresholds import (
-    CategoricalCheck,
-    Direction,
-    Outcome,
-    Threshold,
-    ThresholdOverride,
-    judge_categorical,
-    judge_numeric,
-)
+from perfgate.judge.outcome import Outcome, judge_categorical, judge_numeric
+from perfgate.metrics.thresholds import CategoricalCheck, Direction, Threshold, ThresholdOverride
 
 HIGHER = Direction.HIGHER_IS_WORSE
 LOWER = Direction.LOWER_IS_WORSE

@@ -4,9 +4,9 @@ import doctest
 
 import pytest
 
-import perfgate.kernel_names
-import perfgate.units
-from perfgate.units import (
+import perfgate.ingest.names
+import perfgate.ingest.units
+from perfgate.ingest.units import (
     Evidence,
     NumberFormat,
     classify,
@@ -16,7 +16,7 @@ from perfgate.units import (
 )
 
 
-@pytest.mark.parametrize("module", [perfgate.units, perfgate.kernel_names])
+@pytest.mark.parametrize("module", [perfgate.ingest.units, perfgate.ingest.names])
 def test_doctests(module: object) -> None:
     failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
     assert tried > 0 and failures == 0

@@ -1,4 +1,4 @@
-"""perfgate.yamlload builds plain documents from parser events: the same data as PyYAML's safe
+"""perfgate.baseline.yamlload builds plain documents from parser events: the same data as PyYAML's safe
 loader, or "not sure" and the node-based loader decides."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from perfgate import yamlload
-from perfgate.baseline import _line_finder, load_baseline
-from perfgate.errors import BaselineError
+from perfgate.baseline import yamlload
+from perfgate.baseline.load import _line_finder, load_baseline
+from perfgate.common.errors import BaselineError
 from tests.conftest import ROOT
 
 BASELINES = sorted((ROOT / "baselines").rglob("*.yaml"))

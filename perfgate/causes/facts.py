@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
-from perfgate.catalog import lookup
-from perfgate.errors import UsageError
-from perfgate.verdict import Evidence, KernelDelta, Side, State, Value
+from perfgate.causes.model import Evidence, KernelDelta, Side
+from perfgate.common.errors import UsageError
+from perfgate.judge.comparison import State, Value
+from perfgate.metrics.catalog import lookup
 
 # Metric names a capture may lack whatever the catalog says (another engineer adds some).
 PSEUDO = frozenset({"launches", "grid", "block"})

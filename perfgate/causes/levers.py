@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from perfgate.families import FAMILIES
+from perfgate.identity.families import FAMILIES
 
 ACCEPT = (
     "the change looks intended: if the speed-up is what you wanted, accept it with "

@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from perfgate.causes import rules
 from perfgate.causes.facts import faster, has, raw, single
 from perfgate.causes.levers import ACCEPT, lever
-from perfgate.verdict import CauseKind, Evidence, KernelDelta, RootCause, State
+from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause
+from perfgate.judge.comparison import State
 
 Check = Callable[[KernelDelta], RootCause | None]
 

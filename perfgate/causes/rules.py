@@ -14,7 +14,6 @@ import math
 import re
 from dataclasses import replace
 
-from perfgate.capture import RULE_PREFIX
 from perfgate.causes.facts import (
     ev,
     faster,
@@ -30,7 +29,9 @@ from perfgate.causes.facts import (
     within,
 )
 from perfgate.causes.levers import LEVERS, STALLS
-from perfgate.verdict import CauseKind, Evidence, KernelDelta, RootCause, State
+from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause
+from perfgate.ingest.launches import RULE_PREFIX
+from perfgate.judge.comparison import State
 
 _MATMUL_NAME = re.compile(
     r"gemm|matmul|mma|conv|attention|attn|sdpa|flash|tensor_?core|nvjet|cutlass|cublas", re.I

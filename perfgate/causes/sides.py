@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from perfgate.capture import Launch
-from perfgate.catalog import lookup
-from perfgate.errors import UsageError
-from perfgate.measure import Measured, measure
-from perfgate.verdict import Side, Value
+from perfgate.causes.model import Side
+from perfgate.common.errors import UsageError
+from perfgate.ingest.launches import Launch
+from perfgate.judge.comparison import Value
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.measure import Measured, measure
 
 
 def measure_all(

@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 
 from perfgate.causes.levers import lever
-from perfgate.families import family_of
-from perfgate.verdict import CauseKind, RootCause, Side
+from perfgate.causes.model import CauseKind, RootCause, Side
+from perfgate.identity.families import family_of
 
 _NVJET_TILE = re.compile(r"nvjet_\w*?_(\d+x\d+_\d+x\d+)")
 _TILE = re.compile(r"(\d+x\d+(?:x\d+)?(?:_\d+x\d+)?)")
@@ -26,7 +26,7 @@ def _short(name: str) -> str:
 
 def substitution_cause(missing: Side, new: Sequence[Side], family: str | None) -> RootCause:
     """Why a kernel is missing: what ran instead. `family` is the missing kernel's family name
-    (perfgate.families), None for user code."""
+    (perfgate.identity.families), None for user code."""
     kinds = {f.name if (f := family_of(s.name)) else None for s in new}
     if not new:
         title = f"{_short(missing.name)} no longer runs"

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from perfgate.capture import Capture, merge
-from perfgate.errors import CaptureError
+from perfgate.common.errors import CaptureError
+from perfgate.ingest.launches import Capture, merge
 from perfgate.ingest.ncu_rep import MAGIC as NCU_REP_MAGIC
 from perfgate.ingest.ncu_rep import read_ncu_rep
 from perfgate.ingest.raw_csv import read_raw_csv

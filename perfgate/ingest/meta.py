@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.errors import CaptureError
+from perfgate.common.errors import CaptureError
 
 SUFFIX = ".meta.json"
 MAX_BYTES = 1024 * 1024

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfgate.capture import RULE_PREFIX, Capture, Dim3, Launch, Value
-from perfgate.errors import CaptureError
-from perfgate.kernel_names import function_name
-from perfgate.units import normalise_unit
+from perfgate.common.errors import CaptureError
+from perfgate.ingest.launches import RULE_PREFIX, Capture, Dim3, Launch, Value
+from perfgate.ingest.names import function_name
+from perfgate.ingest.units import normalise_unit
 
 MAGIC = b"NVR\x00"
 DEVICE_NAME = "device__attribute_display_name"

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
-from perfgate.capture import Capture, Dim3, Launch, Value
-from perfgate.errors import CaptureError
-from perfgate.frozen import maker
+from perfgate.common.errors import CaptureError
+from perfgate.common.frozen import maker
 from perfgate.ingest import ncu_log
-from perfgate.kernel_names import function_name
-from perfgate.units import (
+from perfgate.ingest.launches import Capture, Dim3, Launch, Value
+from perfgate.ingest.names import function_name
+from perfgate.ingest.units import (
     Evidence,
     NumberFormat,
     classify,

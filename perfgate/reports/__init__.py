@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfgate.reports import github, json_report, junit, markdown, text
-from perfgate.verdict import Report
+from perfgate.verdicts.model import Report
 
 
 @dataclass(frozen=True)

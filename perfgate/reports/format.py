@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 
-from perfgate.verdict import Comparison, KernelState, KernelVerdict, RootCause, State
+from perfgate.causes.model import RootCause
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
+from perfgate.verdicts.model import KernelVerdict
 
 VERDICT = {
     State.PASS: "pass",

@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from perfgate.judge.states import KernelState
 from perfgate.reports.format import counted, headline
-from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
+from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 Level = Literal["error", "warning"]
 

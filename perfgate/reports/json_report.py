@@ -7,15 +7,11 @@ import math
 from typing import Any
 
 from perfgate import __version__
-from perfgate.diagnosis import Diagnosis
-from perfgate.verdict import (
-    CheckResult,
-    Comparison,
-    KernelState,
-    KernelVerdict,
-    Report,
-    RootCause,
-)
+from perfgate.causes.model import RootCause
+from perfgate.causes.without_baseline import Diagnosis
+from perfgate.judge.comparison import Comparison
+from perfgate.judge.states import KernelState
+from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 SCHEMA_ID = "https://github.com/perfgate/perfgate/schemas/result.schema.json"
 

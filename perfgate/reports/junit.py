@@ -27,10 +27,11 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from perfgate.judge.states import KernelState
 from perfgate.reports.format import headline
 from perfgate.reports.github import location
 from perfgate.reports.text import kernel_lines
-from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
+from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 
 def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestCase:

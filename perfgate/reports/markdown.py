@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perfgate.causes.model import CauseKind
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
 from perfgate.reports.escape import no_mentions
 from perfgate.reports.format import (
     KERNEL_VERDICT,
@@ -32,15 +35,7 @@ from perfgate.reports.format import (
     value,
 )
 from perfgate.reports.summary import status_line
-from perfgate.verdict import (
-    CauseKind,
-    CheckResult,
-    Comparison,
-    KernelState,
-    KernelVerdict,
-    Report,
-    State,
-)
+from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 ICON = {
     KernelState.PASS: "✅",

@@ -1,15 +1,21 @@
 """`perfgate baseline show` and `perfgate baseline diff`: pure functions from the review
-models (perfgate.review) to text or markdown."""
+models (perfgate.lifecycle.review) to text or markdown."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfgate.baseline import HistoryEntry
+from perfgate.baseline.model import HistoryEntry
+from perfgate.lifecycle.review import (
+    BaselineDiff,
+    BaselineView,
+    KernelChange,
+    MetricChange,
+    MetricView,
+)
 from perfgate.reports.escape import log_text, one_line
 from perfgate.reports.format import value
 from perfgate.reports.markdown import cell, code
-from perfgate.review import BaselineDiff, BaselineView, KernelChange, MetricChange, MetricView
 
 
 def _fingerprint_line(v: BaselineView) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from perfgate.errors import ExitCode
+from perfgate.common.errors import ExitCode
+from perfgate.judge.states import KernelState
 from perfgate.reports.format import counted
-from perfgate.verdict import KernelState, Report
+from perfgate.verdicts.model import Report
 
 _LABELS = (
     (KernelState.ERROR, "errors"),

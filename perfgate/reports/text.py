@@ -3,6 +3,7 @@ root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
+from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import (
     KERNEL_VERDICT,
@@ -13,7 +14,7 @@ from perfgate.reports.format import (
     headline,
 )
 from perfgate.reports.summary import status_line
-from perfgate.verdict import CheckResult, KernelState, KernelVerdict, Report
+from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 _QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
 

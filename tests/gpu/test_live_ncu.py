@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.catalog import ncu_metrics
+from perfgate.metrics.catalog import ncu_metrics
 from tests.zoo.expectations import unmet
 
 pytestmark = pytest.mark.gpu

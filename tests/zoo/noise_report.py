@@ -18,11 +18,11 @@ import itertools
 import sys
 from dataclasses import dataclass, field
 
-from perfgate.capture import Capture, Launch
-from perfgate.catalog import default_metrics, lookup
 from perfgate.ingest import read_capture
-from perfgate.measure import Measured, measure
-from perfgate.thresholds import Direction, describe_bound
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.metrics.catalog import default_metrics, lookup
+from perfgate.metrics.measure import Measured, measure
+from perfgate.metrics.thresholds import Direction, describe_bound
 
 
 @dataclass

@@ -1,0 +1,228 @@
+"""Writing files atomically and safely: a crash, a full disk or a kill never leaves half a
+report or a temporary file behind, and a report never replaces what perfgate read.
+
+A write goes to an unnamed file in the target's folder (Linux `O_TMPFILE`), which is given a
+name only once its content is complete and synced, then renamed over the target: a process
+killed while writing (SIGKILL included) leaves nothing, because the kernel frees an unnamed
+file with its last descriptor. Only the two system calls that name it and rename it could be
+cut apart; where `O_TMPFILE` is missing (other systems, some file systems), a named temporary
+file is used and removed on any exception, SIGINT and SIGTERM.
+
+Targets: a symbolic link is written through (its target gets the content, the link stays);
+a FIFO, device, socket or folder is refused, as is a target that is one of the inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import stat
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from perfgate.common.errors import UsageError
+
+# Test hook (tests/test_fileio.py): sleep this many seconds (at most 30) once the content is
+# written and synced but before it is named, so a test can kill the process in that window.
+PAUSE_ENV = "PERFGATE_TEST_PAUSE_BEFORE_RENAME"
+# Test hook: use the named-temporary-file path even where O_TMPFILE works.
+NO_TMPFILE_ENV = "PERFGATE_TEST_NO_TMPFILE"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _destination(path: str | Path) -> tuple[Path, os.stat_result | None]:
+    """The file a write to `path` replaces (a symbolic link resolved to its target) and its
+    status (None when it does not exist yet); a target that is not a regular file is refused."""
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        return target, None
+    except OSError as exc:
+        raise UsageError(f"cannot write: {exc.strerror or exc}", path) from exc
+    kind = _kind(st.st_mode)
+    if kind:
+        raise UsageError(
+            f"is {kind}; perfgate writes only regular files (and never replaces anything else)",
+            path,
+        )
+    return target, st
+
+
+def _identity(path: str | Path) -> tuple[int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_outputs(outputs: Iterable[str | None], inputs: Iterable[str | Path]) -> None:
+    """Refuse, before anything is read or written, an output that is one of the inputs (the
+    same file by device and inode, or by resolved path when it does not exist), two outputs
+    that are one file, and an output that is not a regular file. Raises UsageError naming the
+    output."""
+    files: dict[object, tuple[str, str]] = {}
+    for path in inputs:
+        ident = _identity(path)
+        if ident:
+            files[ident] = ("an input", str(path))
+        files[os.path.realpath(path)] = ("an input", str(path))
+    for out in outputs:
+        if not out:
+            continue
+        _destination(out)
+        resolved = os.path.realpath(out)
+        ident = _identity(out)
+        for key in (ident, resolved):
+            if key is not None and key in files:
+                what, name = files[key]
+                also = "" if name == out else f" ({name})"
+                raise UsageError(
+                    f"is also {what}{also}: perfgate would replace it; write to another file",
+                    out,
+                )
+        files[resolved] = ("another output", out)
+        if ident:
+            files[ident] = ("another output", out)
+
+
+def _pause_for_tests() -> None:
+    seconds = os.environ.get(PAUSE_ENV)
+    if seconds:
+        os.write(2, b"perfgate: test pause before rename\n")
+        time.sleep(min(float(seconds), 30.0))
+
+
+def _mode(existing: os.stat_result | None) -> int:
+    # A new file gets the mode a plain open() would; an existing one keeps its own, so a
+    # baseline in a repository stays readable by everyone.
+    if existing is not None:
+        return existing.st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def _temp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+
+
+def _write_unnamed(target: Path, data: bytes, mode: int) -> bool:
+    """Write through an O_TMPFILE file; False where the system or file system lacks it."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or os.environ.get(NO_TMPFILE_ENV) or not Path("/proc/self/fd").is_dir():
+        return False
+    try:
+        fd = os.open(target.parent, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError:
+        return False  # EOPNOTSUPP, EISDIR on old kernels, ...: use a named file
+    try:
+        os.fchmod(fd, mode)  # the umask applied to os.open's mode
+        _write_all(fd, data)
+        _pause_for_tests()
+        tmp = _temp_name(target)
+        try:
+            os.link(f"/proc/self/fd/{fd}", tmp, follow_symlinks=True)
+        except OSError:
+            return False
+        try:
+            tmp.replace(target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+    finally:
+        os.close(fd)
+    return True
+
+
+class _Terminated(BaseException):
+    """SIGTERM during a write: unwind so the temporary file is removed, then exit."""
+
+
+@contextlib.contextmanager
+def _cleanup_on_sigterm() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _write_named(target: Path, data: bytes, mode: int) -> None:
+    tmp = _temp_name(target)
+    try:
+        with _cleanup_on_sigterm():
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            try:
+                os.fchmod(fd, mode)
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            _pause_for_tests()
+            tmp.replace(target)
+    except _Terminated:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise SystemExit(128 + signal.SIGTERM) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8, newlines as given) in one step: readers see the old
+    file or the new one, never a part, and nothing else is left in the folder."""
+    target, existing = _destination(path)
+    data = text.encode("utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode(existing)
+        if not _write_unnamed(target, data, mode):
+            _write_named(target, data, mode)
+    except OSError as exc:
+        raise UsageError(f"cannot write: {exc.strerror or exc}", path) from exc
+
+
+def remove_stale(path: str | Path) -> None:
+    """Remove a report left by an earlier run (a regular file only), so it cannot be read as
+    this run's result; a missing file is fine."""
+    with contextlib.suppress(OSError):
+        target = Path(os.path.realpath(path))
+        if stat.S_ISREG(target.stat().st_mode):
+            target.unlink()

@@ -1,0 +1,165 @@
+"""Which launches are one kernel, and what a baseline calls it.
+
+A kernel's identity is what makes it the same kernel across builds (docs/identity.md):
+- its demangled name with the template arguments (two instantiations are two kernels),
+- its launch configuration (grid and block: one name run at several shapes is several kernels),
+- optionally the NVTX range it ran in (the same kernel in two regions, when asked for),
+- and for a name and shape that run clearly different amounts of work (a persistent cuBLAS
+  kernel serving two GEMMs of a model), the work class: launches whose instruction counts
+  differ by more than `WORK_GAP` are different kernels, numbered by size.
+Matching a baseline entry tries the exact name first and falls back to the normalised name
+(lambda instances, anonymous namespaces, Inductor's graph index) only where that is
+unambiguous, so renumbering is recognised without ever merging two real kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfgate.common.errors import UsageError
+from perfgate.common.patterns import UnsafePattern, compile_pattern, search
+from perfgate.ingest.launches import Dim3, Launch
+from perfgate.ingest.names import normalise, short_name
+
+# Instruction counts of one kernel at one shape are exact (NCU_FACTS: cuDNN within 0.3%);
+# two GEMMs served by one persistent kernel differ by their problem size, far more than this.
+WORK_GAP = 1.25
+WORK_METRIC = "smsp__inst_executed.sum"
+_NVTX_RANGE = re.compile(r'"[^":]*:([^":]+):')
+
+
+def select(launches: Sequence[Launch], patterns: Sequence[str]) -> list[Launch]:
+    """The launches whose name matches one of the --kernel regular expressions (all when
+    none is given); an invalid expression, or one that matches nothing, is a usage error."""
+    for pattern in patterns:
+        try:
+            compile_pattern(pattern)
+        except re.error as exc:
+            raise UsageError(
+                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
+            ) from exc
+        except UnsafePattern as exc:
+            raise UsageError(f"--kernel {pattern!r} {exc}") from exc
+    # Each name once: a capture repeats a few names over thousands of launches.
+    picked: dict[str, bool] = {}
+    for la in launches:
+        if la.name not in picked:
+            picked[la.name] = not patterns or any(search(p, la.name) for p in patterns)
+    chosen = [la for la in launches if picked[la.name]]
+    if not chosen:
+        names = sorted({short_name(la.name) for la in launches})
+        raise UsageError(
+            f"no kernel in the capture matches --kernel {' / '.join(patterns)}; "
+            f"the capture holds: {', '.join(names[:10])}"
+        )
+    return chosen
+
+
+def nvtx_range(launch: Launch) -> str | None:
+    """The push/pop NVTX range path a launch ran in ("perfgate/attn"), from ncu's --nvtx
+    columns: `TID  "domain:range:..." "domain:range:..."`, outermost first."""
+    for column in launch.nvtx:
+        names = _NVTX_RANGE.findall(column)
+        if names:
+            return "/".join(names)
+    return None
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    name: str  # as ncu printed it
+    grid: Dim3 | None
+    block: Dim3 | None
+    nvtx: str | None = None
+    work: int | None = None  # 1-based work class, only where one name and shape has several
+
+    @property
+    def normalised(self) -> str:
+        return normalise(self.name)
+
+
+@dataclass(frozen=True)
+class KernelGroup:
+    key: KernelKey
+    launches: tuple[Launch, ...]
+
+    @property
+    def instructions(self) -> float | None:
+        values = [v for la in self.launches if isinstance(v := la.metrics.get(WORK_METRIC), float)]
+        return sorted(values)[len(values) // 2] if values else None
+
+
+def _work_classes(launches: list[Launch]) -> list[list[Launch]]:
+    """Launches split where their instruction counts jump by more than WORK_GAP."""
+    counted = [(la.metrics.get(WORK_METRIC), la) for la in launches]
+    if any(not isinstance(v, float) or v <= 0 for v, _ in counted):
+        return [launches]
+    ordered = sorted(counted, key=lambda pair: pair[0])  # type: ignore[arg-type,return-value]
+    classes: list[list[Launch]] = [[ordered[0][1]]]
+    previous = ordered[0][0]
+    for value, launch in ordered[1:]:
+        if value / previous > WORK_GAP:  # type: ignore[operator]
+            classes.append([])
+        classes[-1].append(launch)
+        previous = value
+    return classes
+
+
+def group_launches(launches: Sequence[Launch], by_nvtx: bool = False) -> list[KernelGroup]:
+    """One group per kernel identity, in order of first launch."""
+    buckets: dict[tuple[str, Dim3 | None, Dim3 | None, str | None], list[Launch]] = {}
+    for launch in launches:
+        nvtx = nvtx_range(launch) if by_nvtx else None
+        buckets.setdefault((launch.name, launch.grid, launch.block, nvtx), []).append(launch)
+    groups: list[KernelGroup] = []
+    for (name, grid, block, nvtx), members in buckets.items():
+        classes = _work_classes(members)
+        for index, cls in enumerate(classes, start=1):
+            work = index if len(classes) > 1 else None
+            order = sorted(cls, key=lambda la: la.index)
+            groups.append(KernelGroup(KernelKey(name, grid, block, nvtx, work), tuple(order)))
+    groups.sort(key=lambda g: min(la.index for la in g.launches))
+    return groups
+
+
+def _dims(d: Dim3 | None) -> str:
+    return "?" if d is None else "x".join(str(v) for v in d)
+
+
+def readable_ids(keys: Sequence[KernelKey]) -> dict[KernelKey, str]:
+    """An id per key that says what the kernel is: its short name, then only as much of the
+    shape, NVTX range and work class as it takes to tell keys of one short name apart.
+    Deterministic, so re-recording the same captures gives the same ids; no hashes."""
+    by_short: dict[str, list[KernelKey]] = {}
+    for key in keys:
+        by_short.setdefault(short_name(key.name), []).append(key)
+    out: dict[KernelKey, str] = {}
+    for short, members in by_short.items():
+        if len(members) == 1:
+            out[members[0]] = short
+            continue
+        labels = {k: short for k in members}
+        for part in ("names", "grid", "block", "nvtx", "work"):
+            if len(set(labels.values())) == len(members):
+                break
+            if part == "names" and len({k.name for k in members}) > 1:
+                # Same short name, different instantiations: number them by full name.
+                names = sorted({k.name for k in members})
+                labels = {k: f"{labels[k]} ~{names.index(k.name) + 1}" for k in members}
+            elif part == "grid" and len({k.grid for k in members}) > 1:
+                labels = {k: f"{labels[k]} [grid {_dims(k.grid)}]" for k in members}
+            elif part == "block" and len({k.block for k in members}) > 1:
+                labels = {k: f"{labels[k]} [block {_dims(k.block)}]" for k in members}
+            elif part == "nvtx" and len({k.nvtx for k in members}) > 1:
+                labels = {k: f"{labels[k]} @{k.nvtx or '-'}" for k in members}
+            elif part == "work" and len({k.work for k in members}) > 1:
+                labels = {k: f"{labels[k]} #work{k.work}" for k in members}
+        out.update(labels)
+    return out
+
+
+def log_distance(a: float, b: float) -> float:
+    return abs(math.log(a / b)) if a > 0 and b > 0 else math.inf

@@ -1,0 +1,85 @@
+"""The state one kernel ends in, from its comparisons, and what a state means for the build.
+
+Like asv compare, every comparison ends in an explicit state and the exit code follows from the
+states alone."""
+
+from __future__ import annotations
+
+import enum
+from typing import NoReturn
+
+from perfgate.common.errors import ExitCode
+from perfgate.judge.comparison import Comparison, State
+
+
+class KernelState(enum.Enum):
+    """The state one kernel ends in; the exit code follows from these alone."""
+
+    PASS = "pass"  # noqa: S105
+    IMPROVED = "improved"  # something got better, nothing worse
+    REGRESSED = "regressed"  # a gated metric (or the launch count) got worse
+    INCOMPLETE = "incomplete"  # a gated metric could not be measured in the capture
+    MISSING = "missing"  # a baselined kernel is not in the capture
+    NEW = "new"  # a kernel the baseline does not know
+    SKIPPED = "skipped"  # nothing of it could be compared here (another architecture)
+    ERROR = "error"  # the comparison itself failed (a label against a number, say)
+
+
+# The order reports list kernels in: what blocks a merge first.
+SEVERITY: tuple[KernelState, ...] = (
+    KernelState.ERROR,
+    KernelState.REGRESSED,
+    KernelState.MISSING,
+    KernelState.INCOMPLETE,
+    KernelState.IMPROVED,
+    KernelState.NEW,
+    KernelState.SKIPPED,
+    KernelState.PASS,
+)
+
+
+def _never(value: NoReturn) -> NoReturn:
+    raise AssertionError(f"unhandled state {value!r}")
+
+
+def kernel_exit_code(state: KernelState) -> ExitCode:
+    """What one kernel's state means for the build. Exhaustive: mypy flags a state left out."""
+    if state is KernelState.PASS or state is KernelState.IMPROVED or state is KernelState.NEW:
+        return ExitCode.OK
+    if state is KernelState.SKIPPED:
+        return ExitCode.OK  # a check where every kernel is skipped fails as a whole (Report)
+    if (
+        state is KernelState.REGRESSED
+        or state is KernelState.MISSING
+        or state is KernelState.INCOMPLETE
+    ):
+        return ExitCode.GATE_FAILED
+    if state is KernelState.ERROR:
+        return ExitCode.INPUT_ERROR
+    _never(state)
+
+
+def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
+    worst = ExitCode.OK
+    for code in codes:
+        # An input error outranks a gate failure: the gate could not judge.
+        if code is ExitCode.INPUT_ERROR or (code is ExitCode.GATE_FAILED and worst is ExitCode.OK):
+            worst = code
+    return worst
+
+
+def kernel_state(comparisons: tuple[Comparison, ...] | list[Comparison]) -> KernelState:
+    if all(c.state is State.PASS for c in comparisons):  # the common case, without hashing
+        return KernelState.PASS
+    states = {c.state for c in comparisons}
+    if State.ERROR in states:
+        return KernelState.ERROR
+    if State.REGRESSED in states:
+        return KernelState.REGRESSED
+    if State.MISSING_METRIC in states:
+        return KernelState.INCOMPLETE
+    if State.IMPROVED in states:
+        return KernelState.IMPROVED
+    if states and states <= {State.SKIPPED}:
+        return KernelState.SKIPPED
+    return KernelState.PASS

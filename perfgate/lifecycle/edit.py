@@ -1,0 +1,232 @@
+"""Writing an edit plan (perfgate.lifecycle.plan) into a baseline file without losing what people
+wrote in it: comments, key order, quoting, hand-set thresholds.
+
+ruamel.yaml does the round trip (it keeps comments and layout, which PyYAML cannot); it is only
+ever given text that perfgate.baseline.load.load_baseline has already validated with the safe
+loader, so nothing it reads can construct an object. Strings are written quoted wherever a YAML 1.1
+reader (PyYAML, which loads baselines) would take them for something else ("2026-11-22T03:00:00Z"
+would be a timestamp, "no" a boolean).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+from perfgate.baseline.dump import (
+    history_document,
+    kernel_document,
+    match_document,
+    metric_document,
+    tidy,
+)
+from perfgate.baseline.fingerprint import to_document as fingerprint_document
+from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.lifecycle.plan import (
+    HISTORY_KEPT,
+    Action,
+    EditPlan,
+    KernelEdit,
+    Stamp,
+    calibrated_bound,
+    history_entry,
+    threshold_is_perfgates,
+)
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+# The keys of a metric's entry that perfgate writes from a capture; `threshold` and
+# `calibration` only when the threshold is perfgate's own (lifecycle.threshold_is_perfgates).
+_MEASURED = ("value", "min", "max", "unit", "source", "group", "shares", "reasons", "family")
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096  # as perfgate's writer: one metric a line, however long its source formula
+    y.indent(mapping=2, sequence=2, offset=0)
+
+    def null(representer: Any, _: None) -> Any:
+        return representer.represent_scalar("tag:yaml.org,2002:null", "null")
+
+    y.representer.add_representer(type(None), null)
+    return y
+
+
+def load(text: str) -> Any:
+    return _yaml().load(text)
+
+
+def dump(doc: Any) -> str:
+    out = io.StringIO()
+    _yaml().dump(doc, out)
+    return out.getvalue()
+
+
+def _plain(value: Any) -> Any:
+    """A value as ruamel should write it: strings quoted where PyYAML would read them as
+    something else, leaf mappings and lists in flow style (as perfgate's writer does)."""
+    if isinstance(value, str):
+        if _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG:  # type: ignore[no-untyped-call]
+            return SingleQuotedScalarString(value)
+        return value
+    if isinstance(value, Mapping):
+        out = CommentedMap()
+        for k, v in value.items():
+            out[k] = _plain(v)
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in value.values()):
+            out.fa.set_flow_style()
+        return out
+    if isinstance(value, (list, tuple)):
+        seq = CommentedSeq(_plain(v) for v in value)
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
+            seq.fa.set_flow_style()
+        return seq
+    if isinstance(value, float):
+        return tidy(value)
+    return value
+
+
+def _set(target: Any, key: str, value: Any) -> None:
+    """Set a key, keeping the comment attached to it and its place in the mapping."""
+    if key in target and target[key] == value:
+        return
+    target[key] = _plain(value)
+
+
+def _tighter(old: MetricBaseline, fresh: Mapping[str, Any]) -> Mapping[str, Any]:
+    """For the ratchet: of the old and the fresh calibrated bounds, the tighter one."""
+    before = calibrated_bound(old.calibration)
+    after = calibrated_bound(fresh.get("calibration"))
+    if before is not None and after is not None and before[0] < after[0]:
+        return {"threshold": metric_document(old)["threshold"], "calibration": old.calibration}
+    return fresh
+
+
+def _metric(entry: Any, old: MetricBaseline | None, fresh: MetricBaseline, action: Action) -> None:
+    new = metric_document(fresh)
+    if old is None:
+        entry[fresh.name] = _plain(new)
+        return
+    target: Any = entry[fresh.name]
+    if not isinstance(target, CommentedMap):
+        entry[fresh.name] = _plain(new)
+        return
+    for key in _MEASURED:
+        if key in new:
+            _set(target, key, new[key])
+        elif key in target:
+            del target[key]
+    if not threshold_is_perfgates(old) or "calibration" not in new:
+        return  # somebody's bound, or too few runs to calibrate one: the old bound stands
+    bound = _tighter(old, new) if action is Action.RATCHET else new
+    for key in ("threshold", "calibration"):
+        if key in bound:
+            _set(target, key, bound[key])
+        elif key in target:
+            del target[key]
+
+
+def _kernel(
+    entry: Any, old: KernelBaseline, edit: KernelEdit, reason: str | None, when: Stamp
+) -> None:
+    fresh = edit.fresh
+    assert fresh is not None
+    if not old.match.explicit and fresh.match != old.match:
+        _set(entry, "match", match_document(fresh.match))
+    if edit.action is not Action.RATCHET and fresh.launches is not None:
+        _set(entry, "launches", fresh.launches)
+    olds = {m.name: m for m in old.metrics}
+    metrics = entry["metrics"]
+    for metric in fresh.metrics:
+        if metric.name in edit.metrics:
+            _metric(metrics, olds.get(metric.name), metric, edit.action)
+    if edit.action is not Action.RATCHET:
+        if fresh.info:
+            _set(entry, "info", {k: tidy(v) for k, v in fresh.info.items()})
+        elif "info" in entry:
+            del entry["info"]
+    if reason is not None or edit.action in (Action.ACCEPT, Action.RATCHET):
+        text = reason or "improved beyond its bound (perfgate baseline update --ratchet)"
+        record = history_document(history_entry(edit, text, when))
+        history = entry.get("history")
+        if not isinstance(history, list):
+            history = CommentedSeq()
+            entry["history"] = history
+        history.append(_history(record))
+        del history[: max(0, len(history) - HISTORY_KEPT)]
+
+
+def _history(record: Mapping[str, Any]) -> Any:
+    out = CommentedMap()
+    for k, v in record.items():
+        out[k] = _plain(v)
+    return out
+
+
+def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, when: Stamp) -> str:
+    """The baseline file's text with the plan's edits made; everything else as it was."""
+    doc = load(text)
+    kernels = doc["kernels"]
+    position = {kernel.id: i for i, kernel in enumerate(baseline.kernels)}
+    removed: list[int] = []
+    gone: list[dict[str, Any]] = []
+    for edit in plan.edits:
+        if edit.action is Action.ADD:
+            assert edit.fresh is not None
+            entry = kernel_document(edit.fresh)
+            if reason is not None:
+                entry["history"] = [history_document(history_entry(edit, reason, when))]
+            added = _plain(entry)
+            added.fa.set_block_style()
+            kernels.append(_block(added))
+            continue
+        i = position[edit.kernel]
+        if edit.action is Action.REMOVE:
+            removed.append(i)
+            gone.append(
+                {"id": edit.kernel, "date": when.date, "by": when.by, "reason": reason or ""}
+            )
+            continue
+        _kernel(kernels[i], baseline.kernels[i], edit, reason, when)
+    for i in sorted(removed, reverse=True):
+        del kernels[i]
+    provenance = doc.get("provenance")
+    if provenance is None:
+        provenance = CommentedMap()
+        doc.insert(1, "provenance", provenance)
+    _set(provenance, "updated_at", when.date)
+    if when.by:
+        _set(provenance, "updated_by", when.by)
+    if gone:
+        removed_list = provenance.get("removed")
+        if not isinstance(removed_list, list):
+            removed_list = CommentedSeq()
+            provenance["removed"] = removed_list
+        removed_list.extend(_history(g) for g in gone)
+    if plan.fingerprint is not None:
+        fp = _plain(fingerprint_document(plan.fingerprint))
+        fp.fa.set_block_style()
+        if "fingerprint" in doc:
+            doc["fingerprint"] = fp
+        else:
+            keys = list(doc.keys())
+            at = keys.index("provenance") + 1 if "provenance" in keys else 1
+            doc.insert(at, "fingerprint", fp)
+    return dump(doc)
+
+
+def _block(entry: Any) -> Any:
+    """A new kernel entry: block style for the entry and its `match` and `metrics`, as
+    perfgate's writer lays one out."""
+    entry.fa.set_block_style()
+    for key in ("match", "metrics"):
+        if key in entry and isinstance(entry[key], CommentedMap):
+            entry[key].fa.set_block_style()
+    return entry

@@ -1,0 +1,219 @@
+"""Recording a baseline from one or more captures of a known-good build.
+
+Each capture file counts as one separate ncu run. A metric's value is the median over all the
+kernel's launches; with three runs or more, its bound is calibrated from the spread of the
+per-run medians (perfgate.lifecycle.calibrate) and the rule that gave it is written beside it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate import __version__
+from perfgate.baseline.fingerprint import Fingerprint, for_record
+from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.causes import measure_all
+from perfgate.causes import metrics as diagnosis_metrics
+from perfgate.common.errors import UsageError
+from perfgate.identity.families import family_of
+from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate
+from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
+from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
+from perfgate.metrics.stalls import present_reasons, stall_family_report
+from perfgate.metrics.thresholds import Noise, ThresholdOverride
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    kernel_patterns: tuple[str, ...] = ()  # regexes over the kernel name; none: every kernel
+    metrics: tuple[str, ...] = ()  # metric names; none: the catalog's default set
+    reason: str | None = None
+    by_nvtx: bool = False  # the NVTX range is part of a kernel's identity
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    baseline: Baseline
+    skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
+    notes: tuple[str, ...] = ()
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _per_run(defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str]) -> list[float]:
+    """The metric's value in each capture file (one separate ncu run) on its own."""
+    by_file: dict[str, list[Launch]] = {}
+    for launch in launches:
+        by_file.setdefault(launch.source, []).append(launch)
+    out = []
+    for members in by_file.values():
+        m = measure(defn, members, columns)
+        if isinstance(m, Measured) and isinstance(m.value, float):
+            out.append(m.value)
+    return out
+
+
+def _metric_baseline(
+    m: Measured, defn: MetricDef, per_run: list[float], duration: float | None
+) -> MetricBaseline:
+    threshold = None
+    note = None
+    shares_metric = defn.stall is not None and defn.stall is not StallKind.CPI
+    numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
+    # Fewer runs say nothing about the spread: the catalog's defaults stand (and a note says
+    # so). An exact metric whose runs agree stays exact without a line in the file.
+    if (
+        numeric
+        and len(per_run) >= MIN_RUNS
+        and (defn.noise is Noise.NOISY or len(set(per_run)) > 1)
+    ):
+        launch_range = 0.0
+        if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
+            value = float(m.value)
+            launch_range = (m.high - m.low) / abs(value) if value else 0.0
+        calibration = calibrate(defn, per_run, duration, launch_range)
+        threshold = ThresholdOverride(
+            relative=round(calibration.relative, 4), absolute=calibration.absolute
+        )
+        note = calibration.rule
+    return MetricBaseline(
+        name=m.metric,
+        value=m.value,
+        low=m.low,
+        high=m.high,
+        unit=m.unit,
+        source=m.source,
+        group=m.group,
+        shares=m.shares,
+        threshold=threshold,
+        # Shares depend on the reason set they are taken over; cycles per instruction of one
+        # reason do not, and the same quantity in every counter family: not written for them.
+        reasons=(m.reasons or None) if shares_metric else None,
+        family=(m.family or None) if shares_metric else None,
+        calibration=note,
+    )
+
+
+def record_kernel(
+    group: KernelGroup, kid: str, names: list[str], capture: Capture
+) -> tuple[KernelBaseline | None, list[str]]:
+    skipped: list[str] = []
+    launches = group.launches
+    duration_m = measure(lookup("duration"), launches, capture.columns)
+    duration = (
+        float(duration_m.value)
+        if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
+        else None
+    )
+    metrics: list[MetricBaseline] = []
+    for name in names:
+        defn = lookup(name)
+        result = measure(defn, launches, capture.columns)
+        if isinstance(result, Unavailable):
+            skipped.append(f"{kid}: {name}: {result.reason}")
+            continue
+        per_run = _per_run(defn, launches, capture.columns)
+        metrics.append(_metric_baseline(result, defn, per_run, duration))
+    if not metrics:
+        return None, skipped
+    # Beside the gated values, what the differential diagnosis reads on both sides of a
+    # later check; `info` is never gated.
+    diagnostic = [n for n in diagnosis_metrics() if n not in names]
+    info: dict[str, float | str] = {
+        name: got.value for name, got in measure_all(launches, capture.columns, diagnostic).items()
+    }
+    info.update(rule_speedups(launches))
+    key = group.key
+    family = family_of(key.name)
+    match = KernelMatch(name=key.name, grid=key.grid, block=key.block, nvtx=key.nvtx, work=key.work)
+    runs = len({launch.source for launch in launches})
+    per_run_launches = len(launches) / runs if runs else None
+    return KernelBaseline(
+        kid,
+        match,
+        tuple(metrics),
+        key.name,
+        int(per_run_launches) if per_run_launches is not None else None,
+        info=info,
+        family=family.name if family else None,
+    ), skipped
+
+
+def capture_fingerprint(
+    capture: Capture, kernels: Sequence[KernelBaseline], launches: Sequence[Launch]
+) -> tuple[Fingerprint, list[str]]:
+    """The fingerprint of a baseline of `kernels` recorded from `capture`, with the notes
+    about its stall family and files that disagree (record and baseline update share it)."""
+    cc = next((launch.cc for launch in launches if launch.cc), None)
+    sample = [la.metrics for la in launches[:50]]
+    family, warned = stall_family_report(capture.columns, cc, sample)
+    reasons = present_reasons(family, capture.columns, cc, sample) if family else ()
+    draft = Baseline(kernels=tuple(kernels))
+    fingerprint, disagreements = for_record(
+        capture, draft.raw_metrics(), family.name if family else None, sorted(reasons)
+    )
+    return fingerprint, list(warned) + disagreements
+
+
+def record(capture: Capture, settings: RecordSettings) -> RecordResult:
+    launches = select(capture.launches, settings.kernel_patterns)
+    for name in settings.metrics:
+        lookup(name)  # unknown names fail here, before any work
+    cc = next((launch.cc for launch in launches if launch.cc), None)
+    names = list(settings.metrics) or default_metrics(capture.columns, cc)
+    groups = group_launches(launches, by_nvtx=settings.by_nvtx)
+    ids = readable_ids([g.key for g in groups])
+    kernels: list[KernelBaseline] = []
+    skipped: list[str] = []
+    for group in groups:
+        kernel, why = record_kernel(group, ids[group.key], names, capture)
+        skipped.extend(why)
+        if kernel is not None:
+            kernels.append(kernel)
+    recorded = {m.name for k in kernels for m in k.metrics}
+    missing = [n for n in names if n not in recorded]
+    if settings.metrics and missing:
+        needed = sorted({raw for n in missing for raw in lookup(n).inputs(cc)})
+        raise UsageError(
+            f"the capture cannot give {', '.join(missing)} for any kernel; "
+            f"ncu needs: --metrics {','.join(needed)}"
+        )
+    if not kernels:
+        raise UsageError("no metric could be recorded for any kernel of the capture")
+    runs = len(capture.paths)
+    fingerprint, warned = capture_fingerprint(capture, kernels, launches)
+    notes = list(warned)
+    if runs < 3:
+        notes.append(
+            f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "
+            "catalog's default bounds; record from 3 separate ncu runs to calibrate them to the "
+            "noise (docs/noise.md)"
+        )
+    provenance = {
+        "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "recorded_by": f"perfgate {__version__}",
+        "reason": settings.reason,
+        "captures": [
+            {"file": Path(p).name, **({"sha256": h} if (h := _sha256(p)) else {}),
+             "launches": sum(1 for launch in capture.launches if launch.source == p)}
+            for p in capture.paths
+        ],
+    }  # fmt: skip
+    baseline = Baseline(
+        kernels=tuple(kernels),
+        provenance=provenance,
+        by_nvtx=settings.by_nvtx,
+        fingerprint=fingerprint,
+    )
+    return RecordResult(baseline, tuple(skipped), tuple(notes))

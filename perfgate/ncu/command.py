@@ -1,0 +1,271 @@
+"""What `perfgate capture` asks ncu for: the cheapest ncu command that covers the baselines.
+
+Only the raw metrics the baselines gate are requested, each through the first formula usable on
+the GPU's compute capability, and stall metrics through the stall family that costs the fewest
+replay passes (perfgate.pass_cost). The kernel filter is built from the baselined kernels, so
+kernels nobody gates are not replayed at all. Everything here is pure: no ncu, no GPU.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfgate.baseline.load import load_baseline
+from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.common.errors import UsageError
+from perfgate.ingest.launches import cc_version
+from perfgate.ingest.names import function_name
+from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
+
+# The stall family a capture asks for when a baseline gates stall counters. Families 1 to 4 of
+# perfgate.metrics.stalls are one comparability group, so any of them checks a baseline recorded in
+# another; this one costs the fewest passes next to the default gate set (docs/capture.md).
+CAPTURE_STALL_FAMILY = "per_issue_active"
+# Always asked for: no replay pass, and they name the GPU in the capture.
+FREE_METRICS = ("device__attribute_display_name",)
+# A kernel filter longer than this falls back to function names, then to no filter: ncu
+# compiles it with std::regex, whose recursion grows with the pattern.
+MAX_FILTER = 4000
+_REGEX_SPECIAL = set("\\^$.|?*+()[]{}")
+REPLAY_MODES = ("kernel", "application")
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """`perfgate capture`'s options, as the CLI read them."""
+
+    baselines: tuple[str, ...]
+    program: tuple[str, ...]
+    output: str = "capture.csv"
+    replay_mode: str = "kernel"
+    kernels: tuple[str, ...] = ()  # the user's --kernel regexes, added to the baselines'
+    launch_skip: int | None = None
+    launch_count: int | None = None
+    nvtx_include: tuple[str, ...] = ()
+    all_kernels: bool = False  # no kernel filter from the baselines
+    ncu: str = "ncu"
+    cc: str | None = None  # the GPU's compute capability, when known before the run
+    gpu: str | None = None  # the GPU's name, when known (selects baselines of a directory)
+    allow_program_failure: bool = False  # write the capture of a program that exited non-zero
+    keep_report: bool = False  # keep ncu's .ncu-rep beside the capture
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    """The ncu run and the import that turns its report into the capture."""
+
+    profile: tuple[str, ...]  # ncu ... -o REPORT --log-file LOG PROGRAM ARGS...
+    metrics: tuple[str, ...]  # raw metrics requested
+    gated: tuple[str, ...]  # of those, the ones a baseline needs (checked after the run)
+    kernel_filter: str | None  # the regex given to ncu, None: every kernel
+    baselines: tuple[str, ...]  # the baseline files used
+    notes: tuple[str, ...] = ()
+    program: tuple[str, ...] = field(default_factory=tuple)
+
+    def import_command(self, ncu: str, report: str) -> tuple[str, ...]:
+        return (ncu, "--import", report, "--csv", "--page", "raw", "--print-units", "base")
+
+    def shell_text(self) -> str:
+        """The command as a shell would read it: for showing, never for running."""
+        return shlex.join(self.profile)
+
+
+def baseline_files(paths: Iterable[str]) -> list[str]:
+    """The files behind --baseline: a file as it is, a directory's *.yaml and *.yml."""
+    out: list[str] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.iterdir() if f.suffix in (".yaml", ".yml"))
+            if not found:
+                raise UsageError("no *.yaml or *.yml baseline in this directory", given)
+            out.extend(found)
+        elif p.exists():
+            out.append(given)
+        else:
+            raise UsageError("no such baseline file or directory", given)
+    return list(dict.fromkeys(out))
+
+
+def _recorded_gpu(baseline: Baseline) -> tuple[str | None, str | None]:
+    gpu = baseline.provenance.get("gpu")
+    if not isinstance(gpu, dict):
+        return None, None
+    name, cc = gpu.get("name"), gpu.get("cc")
+    return (name if isinstance(name, str) else None, str(cc) if cc is not None else None)
+
+
+def select_baselines(
+    baselines: Sequence[Baseline], gpu: str | None
+) -> tuple[list[Baseline], list[str]]:
+    """Of several baselines, those recorded on this GPU (by name); all when none says so."""
+    if gpu is None or len(baselines) < 2:
+        return list(baselines), []
+    mine = [b for b in baselines if _recorded_gpu(b)[0] == gpu]
+    if mine:
+        return mine, [f"{len(mine)} of {len(baselines)} baselines were recorded on {gpu}"]
+    return list(baselines), [f"no baseline was recorded on {gpu}: covering all of them"]
+
+
+def _stall_family(metric: MetricBaseline) -> StallFamily:
+    if metric.formula_group == "sampling":
+        return FAMILY_BY_NAME["pc_sampling"]
+    return FAMILY_BY_NAME[CAPTURE_STALL_FAMILY]
+
+
+def metric_inputs(metric: MetricBaseline, cc: str | None) -> tuple[str, ...]:
+    """The raw metrics one baselined metric needs on `cc`, in the group it was recorded in."""
+    defn = metric.definition
+    if defn.stall is not None:
+        fam = _stall_family(metric)
+        if metric.reasons is not None:
+            reasons: tuple[str, ...] = tuple(metric.reasons)
+        elif defn.reason and defn.stall.value == "cpi":
+            reasons = (defn.reason,)
+        else:
+            reasons = stall_reasons_for(cc, fam.name)
+        names = [fam.metric(r) for r in reasons]
+        if defn.reason and defn.reason not in reasons:
+            names.append(fam.metric(defn.reason))
+        if defn.stall.value == "cpi" and not fam.per_instruction:
+            names.append(fam.metric(ISSUING))
+        return tuple(dict.fromkeys(names))
+    version = cc_version(cc)
+    for formula in defn.formulas_for(metric.formula_group) or defn.formulas:
+        if formula.for_cc(version):
+            return formula.inputs
+    return ()
+
+
+def gated_metrics(baselines: Sequence[Baseline], cc: str | None) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for baseline in baselines:
+        for kernel in baseline.kernels:
+            for metric in kernel.metrics:
+                for raw in metric_inputs(metric, cc):
+                    names[raw] = None
+    return tuple(names)
+
+
+def escape_regex(text: str) -> str:
+    """Escape for ncu's regex (ECMAScript): only the special characters, since an escaped
+    space or comma is an error there, unlike in Python."""
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+# Inductor numbers its kernels per graph (perfgate.ingest.names.normalise): a renumbered kernel
+# is the same kernel to `check`, so the filter follows the number.
+_INDUCTOR = re.compile(r"^(triton_(?:poi|red|per|tem|for|mm|bmm)_\w*?)_\d+$")
+
+
+def base_name(kernel: KernelBaseline) -> str | None:
+    """The pattern of a baselined kernel's function name as ncu's `--kernel-name-base function`
+    sees it (no namespace, template arguments or parameters); None for a regex match.
+
+    Not the full demangled name: seen on an H200, the name ncu matches a demangled filter
+    against differs from the "Kernel Name" of its CSV for templates (`<(int)4, ...>` and
+    `at::native::` there, `<4, ...>` and `at::` in the CSV), so exact names miss every templated
+    kernel (tests/data/h200/capture/README.md)."""
+    match = kernel.match
+    if match.regex is not None:
+        return None
+    function = match.function or (function_name(match.name) if match.name else None)
+    if not function:
+        return None
+    base = function.rsplit("::", 1)[-1]
+    inductor = _INDUCTOR.match(base)
+    if inductor:
+        return escape_regex(inductor.group(1)) + "_[0-9]+"
+    return escape_regex(base)
+
+
+def kernel_filter(
+    baselines: Sequence[Baseline], extra: Sequence[str]
+) -> tuple[str | None, list[str]]:
+    """One regex for ncu's --kernel-name (function base): every baselined kernel's function,
+    plus the user's --kernel patterns."""
+    kernels = [k for b in baselines for k in b.kernels]
+    user = "|".join(f"({e})" for e in extra)
+    if not kernels:
+        return user or None, []
+    bases = [base_name(k) for k in kernels]
+    if any(b is None for b in bases):
+        return user or None, [
+            "a baseline matches kernels by regex, which ncu cannot apply to the same names: "
+            "profiling every kernel"
+        ]
+    regex = "^(" + "|".join(dict.fromkeys(b for b in bases if b)) + ")$"
+    if user:
+        regex += "|" + user
+    if len(regex) > MAX_FILTER:
+        return user or None, [
+            f"the kernel filter would be over {MAX_FILTER} characters: profiling every kernel"
+        ]
+    return regex, []
+
+
+def _program(argv: Sequence[str]) -> tuple[str, ...]:
+    if not argv:
+        raise UsageError("no program to profile: perfgate capture ... -- PROGRAM ARGS...")
+    first = argv[0]
+    # ncu would read a program named like an option as one.
+    if first.startswith("-"):
+        first = "./" + first
+    return (first, *argv[1:])
+
+
+def build_plan(
+    options: CaptureOptions,
+    report: str,
+    log: str,
+    baselines: Sequence[Baseline] | None = None,
+) -> CapturePlan:
+    """The ncu command for `options`; `baselines` when already loaded (tests)."""
+    if options.replay_mode not in REPLAY_MODES:
+        raise UsageError(f"--replay-mode must be one of {', '.join(REPLAY_MODES)}")
+    files = baseline_files(options.baselines)
+    loaded = list(baselines) if baselines is not None else [load_baseline(f) for f in files]
+    chosen, notes = select_baselines(loaded, options.gpu)
+    cc = options.cc or next((c for b in chosen if (c := _recorded_gpu(b)[1])), None)
+    gated = gated_metrics(chosen, cc)
+    if not gated:
+        raise UsageError("the baselines gate no metric: nothing to capture")
+    metrics = tuple(dict.fromkeys([*gated, *FREE_METRICS]))
+    more: list[str] = []
+    if options.all_kernels:
+        regex = "|".join(f"({k})" for k in options.kernels) or None
+    else:
+        regex, more = kernel_filter(chosen, options.kernels)
+    notes.extend(more)
+    cmd: list[str] = [
+        options.ncu, "--clock-control", "none", "--target-processes", "all",
+        "--replay-mode", options.replay_mode, "--metrics", ",".join(metrics),
+    ]  # fmt: skip
+    if regex:
+        cmd += ["--kernel-name-base", "function", "--kernel-name", f"regex:{regex}"]
+    if options.launch_skip is not None:
+        cmd += ["--launch-skip", str(options.launch_skip)]
+    if options.launch_count is not None:
+        cmd += ["--launch-count", str(options.launch_count)]
+    nvtx = bool(options.nvtx_include) or any(
+        b.by_nvtx or any(k.match.nvtx for k in b.kernels) for b in chosen
+    )
+    if nvtx:
+        cmd.append("--nvtx")
+    for rng in options.nvtx_include:
+        cmd += ["--nvtx-include", rng]
+    cmd += ["--force-overwrite", "--export", report, "--log-file", log]
+    program = _program(options.program)
+    return CapturePlan(
+        profile=(*cmd, *program),
+        metrics=metrics,
+        gated=gated,
+        kernel_filter=regex,
+        baselines=tuple(files),
+        notes=tuple(notes),
+        program=program,
+    )

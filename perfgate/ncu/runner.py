@@ -1,0 +1,302 @@
+"""Running ncu for `perfgate capture`: the profile run, the import that writes the capture,
+the progress display and the verdict on what ncu said.
+
+ncu runs as an argument list, never through a shell. Its log goes to a file of its own
+(`--log-file`) that perfgate follows for the progress display and keeps as CAP.log; the
+program's own output passes through to perfgate's stderr and never reaches the capture, which
+is ncu's `--import ... --csv --page raw --print-units base` output of the report, unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from perfgate.common.errors import CaptureError, UsageError
+from perfgate.common.fileio import write_text_atomic
+from perfgate.ingest import ncu_log
+from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
+
+Echo = Callable[[str], None]
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    output: str
+    log: str
+    meta: str
+    launches: int
+    passes: tuple[int, ...]  # per profiled launch, as ncu printed them
+    wall_s: float
+    program_exit_code: int | None
+    gated: tuple[str, ...] = ()  # raw metrics the baselines need
+    absent: tuple[str, ...] = ()  # of those, the ones the capture lacks
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Progress:
+    """One line on a terminal, rewritten in place; a line now and then in a CI log."""
+
+    def __init__(self, stream: IO[str], interval_s: float = 5.0) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.interval_s = interval_s
+        self.last = 0.0
+        self.count = 0
+        self.shown = ""
+
+    def launch(self, name: str, passes: int) -> None:
+        self.count += 1
+        text = f"perfgate: profiled {self.count} launch(es); last {name!r}: {passes} passes"
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + text[:150].ljust(len(self.shown)))
+            self.shown = text[:150]
+            self.stream.flush()
+        elif self.count == 1 or now - self.last >= self.interval_s:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+            self.last = now
+
+    def done(self) -> None:
+        if self.tty and self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _follow(path: Path, position: int, partial: str) -> tuple[int, str, list[str]]:
+    """New complete lines of a file another process is writing."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(position)
+            chunk = fh.read()
+    except FileNotFoundError:
+        return position, partial, []
+    text = partial + chunk.decode("utf-8", "replace")
+    lines = text.split("\n")
+    return position + len(chunk), lines[-1], lines[:-1]
+
+
+def _pump(source: IO[bytes], sink: IO[str], ncu_lines: list[str]) -> None:
+    """The program's stdout to perfgate's stderr; ncu's own lines (printed there before its
+    log file is open, such as a bad option) are kept too."""
+    for raw in iter(source.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        if line.startswith(ncu_log.PREFIXES):
+            ncu_lines.append(line.rstrip("\n"))
+        sink.write(line)
+        sink.flush()
+
+
+def _check_output_path(options: CaptureOptions, plan_inputs: list[str]) -> None:
+    out = Path(options.output).resolve()
+    for given in plan_inputs:
+        if given and Path(given).exists() and Path(given).resolve() == out:
+            raise UsageError(f"-o {options.output} would replace an input ({given})")
+
+
+def _version(ncu: str) -> str | None:
+    from perfgate.ncu.doctor import parse_ncu_version
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        proc = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+        return parse_ncu_version(proc.stdout)
+    return None
+
+
+def _columns(csv_text: str) -> set[str]:
+    import csv
+
+    for line in csv_text.splitlines():
+        if '"Kernel Name"' in line:
+            return set(next(csv.reader([line])))
+    return set()
+
+
+def _cc_of(csv_text: str) -> str | None:
+    import csv
+
+    rows = csv.reader(line for line in csv_text.splitlines() if line.startswith('"'))
+    header = next(rows, None)
+    if not header or "CC" not in header:
+        return None
+    for row in rows:
+        if len(row) == len(header) and row[header.index("CC")]:
+            return row[header.index("CC")]
+    return None
+
+
+def run_capture(
+    options: CaptureOptions,
+    err: IO[str] | None = None,
+    gpu_query: Callable[[], tuple[str | None, str | None, str | None]] | None = None,
+) -> CaptureResult:
+    """Profile `options.program` and write the capture, its log and its metadata."""
+    from perfgate.metrics.names import describe_absent
+    from perfgate.ncu.doctor import find_ncu, query_gpu
+
+    stream = err if err is not None else sys.stderr
+    ncu = find_ncu(options.ncu)
+    if ncu is None:
+        raise UsageError(
+            f"ncu not found ({options.ncu!r} is not on PATH nor in the usual install folders): "
+            "install Nsight Compute or pass --ncu PATH (perfgate doctor checks the set-up)"
+        )
+    name, cc, driver = (gpu_query or query_gpu)()
+    options = _with(options, ncu=ncu, cc=options.cc or cc, gpu=options.gpu or name)
+    from perfgate.ncu.command import baseline_files
+
+    _check_output_path(options, [*baseline_files(options.baselines), *options.program[:1]])
+    out = Path(options.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.perfgate-", dir=out.parent))
+    report = work / "report"
+    log = work / "ncu.log"
+    try:
+        plan = build_plan(options, str(report), str(log))
+        for note in plan.notes:
+            stream.write(f"perfgate: note: {note}\n")
+        started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        t0 = time.monotonic()
+        scan, early, rc = _profile(plan, log, stream)
+        wall = time.monotonic() - t0
+        log_text = log.read_text("utf-8", "replace") if log.exists() else "\n".join(early)
+        write_text_atomic(f"{out}.log", log_text)
+        exit_code = (
+            scan.app_exit_code if scan.app_exit_code is not None else (0 if rc == 0 else None)
+        )
+        meta = {
+            "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
+            "gpu": name, "cc": options.cc, "clock_control": "none",
+            "replay_mode": options.replay_mode, "command": list(plan.profile),
+            "program_exit_code": exit_code,
+            "started": started, "kernel_filter": plan.kernel_filter,
+            "metrics": list(plan.metrics), "passes": [p for _, p in scan.passes],
+            "wall_s": round(wall, 2),
+        }  # fmt: skip
+        write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
+        problems = scan.problems()
+        failed_app = scan.app_exit_code is not None and scan.app_exit_code != 0
+        others = [p for p in problems if not failed_app or "exited with code" not in p]
+        rep = Path(f"{report}.ncu-rep")
+        if others or (rc != 0 and not failed_app):
+            if not others:
+                others = [f"ncu exited with code {rc} and wrote no error line (see {out}.log)"]
+            raise CaptureError("; ".join(others) + f" (ncu's log: {out}.log)", out)
+        if failed_app and not options.allow_program_failure:
+            raise CaptureError(
+                f"the profiled program exited with code {scan.app_exit_code}"
+                + _signal_note(scan.app_exit_code)
+                + f": no capture written, since its counters describe a failed run (ncu's log: "
+                f"{out}.log; --allow-program-failure writes it anyway)",
+                out,
+            )
+        if not rep.exists():
+            raise CaptureError(f"ncu wrote no report (see {out}.log)", out)
+        csv_text = _import(plan, ncu, str(rep), out)
+        write_text_atomic(out, csv_text)
+        if meta["cc"] is None:  # no nvidia-smi: the capture's own CC column says
+            meta["cc"] = _cc_of(csv_text)
+            write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
+        if options.keep_report:
+            shutil.copyfile(rep, f"{out}.ncu-rep")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    columns = _columns(csv_text)
+    absent = tuple(m for m in plan.gated if m not in columns)
+    warnings = list(scan.warnings)
+    if failed_app:
+        warnings.append(
+            f"the profiled program exited with code {scan.app_exit_code}"
+            f"{_signal_note(scan.app_exit_code)}: the capture describes a failed run"
+        )
+    warnings.extend(describe_absent(absent, _cc_of(csv_text) or options.cc))
+    return CaptureResult(
+        output=str(out), log=f"{out}.log", meta=f"{out}.meta.json",
+        launches=len(scan.passes), passes=tuple(p for _, p in scan.passes),
+        wall_s=round(time.monotonic() - t0, 2), program_exit_code=exit_code,
+        gated=plan.gated, absent=absent, warnings=tuple(warnings), notes=plan.notes,
+    )  # fmt: skip
+
+
+def _signal_note(code: int | None) -> str:
+    name = ncu_log.crash_signal(code) if code else None
+    return f" ({name}: it crashed or was killed)" if name else ""
+
+
+def _with(options: CaptureOptions, **changes: object) -> CaptureOptions:
+    from dataclasses import replace
+
+    return replace(options, **changes)  # type: ignore[arg-type]
+
+
+def _profile(
+    plan: CapturePlan, log: Path, stream: IO[str]
+) -> tuple[ncu_log.LogScan, list[str], int]:
+    progress = Progress(stream)
+    scan = ncu_log.LogScan()
+    early: list[str] = []
+    try:
+        proc = subprocess.Popen(list(plan.profile), stdout=subprocess.PIPE)
+    except OSError as exc:
+        raise UsageError(f"cannot start ncu: {exc.strerror or exc}", plan.profile[0]) from exc
+    assert proc.stdout is not None
+    pump = threading.Thread(target=_pump, args=(proc.stdout, stream, early), daemon=True)
+    pump.start()
+    position, partial = 0, ""
+    lines: list[str] = []
+    try:
+        while True:
+            finished = proc.poll() is not None
+            position, partial, new = _follow(log, position, partial)
+            for line in new:
+                lines.append(line)
+                before = len(scan.passes)
+                scan.add(line)
+                if len(scan.passes) > before:
+                    progress.launch(*scan.passes[-1])
+            if finished:
+                break
+            time.sleep(_POLL_S)
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        raise
+    pump.join(timeout=10)
+    progress.done()
+    if partial:
+        lines.append(partial)
+    full = ncu_log.scan([*early, *lines])
+    return full, early, proc.returncode
+
+
+def _import(plan: CapturePlan, ncu: str, report: str, out: Path) -> str:
+    cmd = list(plan.import_command(ncu, report))
+    proc = subprocess.run(cmd, capture_output=True, timeout=3600)
+    text = proc.stdout.decode("utf-8", "replace")
+    scan = ncu_log.scan(proc.stderr.decode("utf-8", "replace").splitlines())
+    if proc.returncode != 0 or scan.errors or '"Kernel Name"' not in text:
+        detail = "; ".join(ncu_log.describe_error(e) for e in scan.errors) or (
+            f"exit code {proc.returncode}"
+        )
+        raise CaptureError(f"ncu --import of the report failed: {detail}", out)
+    return text
+
+
+def dry_run(options: CaptureOptions) -> CapturePlan:
+    """The plan with placeholders for the files a run would make."""
+    out = options.output
+    return build_plan(options, f"{out}.tmp", f"{out}.log")

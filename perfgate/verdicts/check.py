@@ -1,0 +1,652 @@
+"""Checking a capture against a baseline: one verdict per kernel, each with its metric
+comparisons and the root causes of what changed (like asv compare, every comparison ends in an
+explicit state, and the exit code follows from the states alone)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from perfgate import causes as differential
+from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
+from perfgate.common.frozen import maker
+from perfgate.identity.families import family_of
+from perfgate.identity.grouping import KernelGroup, KernelKey, group_launches, readable_ids
+from perfgate.identity.matching import Matching, match
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.ingest.names import short_name
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.outcome import Outcome, judge_categorical, numeric_outcome
+from perfgate.judge.states import KernelState, kernel_state
+from perfgate.metrics.catalog import Aggregate, MetricDef, lookup
+from perfgate.metrics.columns import KernelRows, LaunchTable, Stats
+from perfgate.metrics.measure import (
+    ColumnRoute,
+    Measured,
+    Unavailable,
+    column_route,
+    measure,
+    rule_speedups,
+)
+from perfgate.metrics.names import absent_note
+from perfgate.metrics.thresholds import CategoricalCheck, Direction, Threshold, describe_bound
+from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    report_new_kernels: bool = True
+    extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def bounds(
+    defn: MetricDef, metric: MetricBaseline, baseline: Baseline
+) -> tuple[Threshold, CategoricalCheck]:
+    """Catalog default, then the file's `thresholds:`, then the metric's own override."""
+    threshold = defn.threshold.merged(baseline.thresholds.get(defn.name)).merged(metric.threshold)
+    check = (defn.check or _NO_CHECK).merged(baseline.checks.get(defn.name))
+    return threshold, check.merged(metric.check)
+
+
+_NO_CHECK = CategoricalCheck()
+
+# A metric without its own override has the bounds of its name in its baseline: a check of
+# 1,000 kernels asks the same few dozen 37,000 times. One per check() call.
+_Bounds = dict[str, tuple[Threshold, CategoricalCheck]]
+
+
+def _bounds(
+    defn: MetricDef, metric: MetricBaseline, baseline: Baseline, memo: _Bounds
+) -> tuple[Threshold, CategoricalCheck]:
+    if metric.threshold is not None or metric.check is not None:
+        return bounds(defn, metric, baseline)
+    hit = memo.get(defn.name)
+    if hit is None:
+        hit = memo[defn.name] = bounds(defn, metric, baseline)
+    return hit
+
+
+_NUMERIC_STATE = {
+    Outcome.WITHIN: State.PASS,
+    Outcome.WORSE: State.REGRESSED,
+    Outcome.BETTER: State.IMPROVED,
+}
+
+
+def _measure(
+    metric: MetricBaseline,
+    launches: Sequence[Launch],
+    columns: frozenset[str],
+    rows: KernelRows | None = None,
+) -> Measured | Unavailable:
+    # Stall shares compare over the baseline's own reason set, whatever else the capture holds.
+    return measure(metric.definition, launches, columns, metric.formula_group, metric.reasons, rows)
+
+
+def _compare_metric(
+    kernel: KernelBaseline,
+    metric: MetricBaseline,
+    launches: Sequence[Launch],
+    capture: Capture,
+    baseline: Baseline,
+    memo: _Bounds | None = None,
+    rows: KernelRows | None = None,
+) -> tuple[Comparison, Measured | None]:
+    defn = metric.definition
+    measured = _measure(metric, launches, capture.columns, rows)
+    if isinstance(measured, Unavailable):
+        message, state = measured.reason, State.SKIPPED
+        if not measured.architecture:
+            state = State.MISSING_METRIC
+            if measured.needed:
+                more = ", ..." if len(measured.needed) > 4 else ""
+                message += f" (needs {', '.join(measured.needed[:4])}{more})" + absent_note(
+                    measured.needed[:4], capture.columns, next((la.cc for la in launches), None)
+                )
+        return Comparison(
+            kernel.id, metric.name, state, metric.value, unit=defn.unit, message=message
+        ), None
+    threshold, check = (
+        bounds(defn, metric, baseline) if memo is None else _bounds(defn, metric, baseline, memo)
+    )
+    if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
+        base = Comparison(kernel.id, metric.name, State.PASS, metric.value, unit=defn.unit)
+        return _compare_categorical(defn, metric, measured, check, base), measured
+    # A calibrated bound already covers the spread of the runs it came from: judge from the
+    # median. A default bound is judged from the edge of the recorded launches' range.
+    calibrated = metric.calibration is not None and metric.threshold is not None
+    before, current = float(metric.value), float(measured.value)
+    direction = threshold.direction or defn.direction
+    outcome = numeric_outcome(
+        before,
+        current,
+        threshold,
+        direction,
+        None if calibrated else metric.low,
+        None if calibrated else metric.high,
+    )
+    change = current - before
+    # Built once, not as a replace() of a first draft: a check of 1,000 kernels makes 37,000.
+    return _comparison(
+        kernel=kernel.id,
+        metric=metric.name,
+        # An enum's hash is Python code: the common answer first.
+        state=State.PASS if outcome is Outcome.WITHIN else _NUMERIC_STATE[outcome],
+        baseline=metric.value,
+        current=measured.value,
+        unit=measured.unit,
+        change=change,
+        relative_change=change / abs(before) if before else None,
+        bound=describe_bound(threshold, direction, measured.unit),
+    ), measured
+
+
+_comparison = maker(Comparison)
+
+
+def _compare_categorical(
+    defn: MetricDef,
+    metric: MetricBaseline,
+    measured: Measured,
+    check: CategoricalCheck,
+    base: Comparison,
+) -> Comparison:
+    if not isinstance(metric.value, str) or not isinstance(measured.value, str):
+        message = (
+            f"cannot compare {metric.value!r} with {measured.value!r}: "
+            "one is a number, the other a label"
+        )
+        return replace(base, state=State.ERROR, current=measured.value, message=message)
+    lead = None
+    if defn.aggregate is Aggregate.DOMINANT and measured.shares is not None:
+        lead = measured.shares.get(measured.value, 0.0) - measured.shares.get(metric.value, 0.0)
+    verdict = judge_categorical(metric.value, measured.value, check, lead)
+    bound_parts = []
+    if check.stable:
+        margin = f" (margin {check.margin:g} points)" if check.margin else ""
+        bound_parts.append("unchanged" + margin)
+    if check.expect:
+        bound_parts.append("one of " + ", ".join(check.expect))
+    if check.forbid:
+        bound_parts.append("not " + ", ".join(check.forbid))
+    return replace(
+        base,
+        state=State.REGRESSED if verdict.outcome is Outcome.WORSE else State.PASS,
+        current=measured.value,
+        unit="",
+        bound="; ".join(bound_parts),
+        message=verdict.reason,
+        baseline_shares=dict(metric.shares) if metric.shares else None,
+        current_shares=measured.shares,
+    )
+
+
+def _explain_rates(
+    comparisons: list[Comparison], kernel: KernelBaseline, current: Side
+) -> list[Comparison]:
+    """A rate (DRAM %, throughput %) divides work by time: when the kernel got faster, or the
+    work fell with the rate, the lower rate is the consequence of a good change, not a
+    regression (a kernel reading half the bytes 20% faster uses less DRAM bandwidth)."""
+    by_metric = {c.metric: c for c in comparisons}
+    duration = by_metric.get("duration")
+    faster = duration is not None and duration.state is State.IMPROVED
+    # A slower kernel's rates are never explained away by its work: the time is the point.
+    slower = duration is not None and duration.state is State.REGRESSED
+    out = []
+    for c in comparisons:
+        defn = lookup(c.metric)
+        if c.state is not State.REGRESSED or not defn.rate_of:
+            out.append(c)
+            continue
+        reason = ""
+        if faster and duration is not None:
+            reason = f"the kernel got faster (duration {_pct(duration.relative_change)})"
+        for work in () if slower else defn.rate_of:
+            before, after = kernel.value(work), current.values.get(work)
+            fell = isinstance(before, float) and isinstance(after, float) and before > 0
+            if fell and after < before * 0.98:  # type: ignore[operator]
+                reason = f"{work} fell with it ({_pct(after / before - 1)})"  # type: ignore[operator]
+        if reason:
+            out.append(replace(c, state=State.PASS, explained=f"a rate: {reason}"))
+        else:
+            out.append(c)
+    return out
+
+
+def _corroborate_stall_mix(comparisons: list[Comparison]) -> list[Comparison]:
+    """Shares are zero-sum: when two reasons are close, the dominant one flips between runs
+    with no stall getting longer (seen: a Triton matmul's barrier and long_scoreboard on an
+    H100, within one machine start). A changed dominant stall counts when the stall cycles
+    per instruction of some reason regressed beyond their own bound; without stall_cpi in the
+    baseline the categorical check stands alone."""
+    cpi = [c for c in comparisons if c.metric.startswith("stall_cpi.")]
+    if not cpi or any(c.state is State.REGRESSED for c in cpi):
+        return comparisons
+    return [
+        replace(
+            c,
+            state=State.PASS,
+            explained="the stall mix shifted, but no reason's stall cycles per instruction "
+            "grew beyond its bound",
+        )
+        # Only the "must not change" check: an expect or forbid the user wrote stands.
+        if c.metric == "dominant_stall"
+        and c.state is State.REGRESSED
+        and c.message.startswith("changed from")
+        else c
+        for c in comparisons
+    ]
+
+
+def _pct(rel: float | None) -> str:
+    return "" if rel is None else f"{rel * 100:+.1f}%"
+
+
+def _dominant_shares(kernel: KernelBaseline) -> dict[str, float] | None:
+    for m in kernel.metrics:
+        if m.shares:
+            return dict(m.shares)
+    return None
+
+
+def _delta(
+    kernel: KernelBaseline,
+    launches: Sequence[Launch],
+    capture: Capture,
+    comparisons: Sequence[Comparison],
+    measured: dict[str, Measured],
+) -> KernelDelta:
+    base_values: dict[str, float | str] = dict(kernel.info)
+    for m in kernel.metrics:
+        base_values[m.name] = m.value
+    # The gated values were measured by the comparisons; the diagnosis's others once more.
+    rest = [n for n in differential.metrics() if n not in measured]
+    current = {**differential.measure_all(launches, capture.columns, rest), **measured}
+    cur_values: dict[str, float | str] = {name: got.value for name, got in current.items()}
+    cur_shares = next(
+        (dict(got.shares) for got in current.values() if got.shares is not None), None
+    )
+    cur_values.update(rule_speedups(launches))
+    first = launches[0]
+    messages: dict[str, str] = {}
+    lines: dict[str, tuple[tuple[str, float], ...]] = {}
+    for launch in launches:
+        for rule, text in launch.rules.items():
+            messages.setdefault(rule, text)
+        for counter, where in launch.lines.items():
+            lines.setdefault(counter, where)
+    family = kernel.family or (f.name if (f := family_of(first.name)) else None)
+    runs = len({la.source for la in launches}) or 1
+    return KernelDelta(
+        kernel=kernel.id,
+        baseline=Side(
+            name=kernel.name or first.name,
+            values=base_values,
+            shares=_dominant_shares(kernel),
+            launches=float(kernel.launches) if kernel.launches is not None else None,
+            grid=kernel.match.grid,
+            block=kernel.match.block,
+        ),
+        current=Side(
+            name=first.name,
+            values=cur_values,
+            shares=cur_shares,
+            launches=len(launches) / runs,
+            grid=first.grid,
+            block=first.block,
+            rules=messages,
+            lines=lines,
+        ),
+        comparisons=tuple(comparisons),
+        family=family,
+    )
+
+
+def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
+    return tuple(differential.diagnose(delta).causes)
+
+
+_HEADLINE_ORDER: dict[KernelState, tuple[CauseKind, ...]] = {
+    KernelState.REGRESSED: (CauseKind.REGRESSION, CauseKind.TRADE_OFF, CauseKind.CHANGE),
+    KernelState.INCOMPLETE: (CauseKind.REGRESSION, CauseKind.TRADE_OFF, CauseKind.CHANGE),
+    KernelState.IMPROVED: (CauseKind.IMPROVEMENT, CauseKind.CHANGE),
+}
+
+
+def _launch_count(
+    kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]
+) -> LaunchCount:
+    per_file = tuple(sum(1 for la in launches if la.source == p) for p in paths)
+    return LaunchCount(float(kernel.launches) if kernel.launches is not None else None, per_file)
+
+
+def _judge_kernel(
+    kernel: KernelBaseline,
+    launches: list[Launch],
+    capture: Capture,
+    baseline: Baseline,
+    how: str,
+    memo: _Bounds | None = None,
+    rows: KernelRows | None = None,
+    passed: list[Comparison] | None = None,
+) -> KernelVerdict:
+    """`passed`: the kernel's comparisons when every one passed (_passing), else None."""
+    comparisons: list[Comparison] = []
+    measured: dict[str, Measured] = {}
+    if passed is not None:
+        comparisons = passed
+    else:
+        for metric in kernel.metrics:
+            comparison, got = _compare_metric(
+                kernel, metric, launches, capture, baseline, memo, rows
+            )
+            comparisons.append(comparison)
+            if got is not None:
+                measured[metric.name] = got
+    changed = how.startswith(_CHANGED)
+    family = kernel.family or (f.name if (f := family_of(launches[0].name)) else None)
+    causes: tuple[RootCause, ...] = ()
+    if changed or any(c.state is not State.PASS for c in comparisons):
+        # Only a kernel that moved is diagnosed: the common all-pass check measures its gated
+        # metrics and nothing more (docs/scale.md).
+        delta = _delta(kernel, launches, capture, comparisons, measured)
+        comparisons = _corroborate_stall_mix(_explain_rates(comparisons, kernel, delta.current))
+        delta = replace(delta, comparisons=tuple(comparisons))
+        causes = _causes(delta)
+    state = kernel_state(comparisons)
+    if state is KernelState.PASS:
+        causes = tuple(c for c in causes if c.kind is CauseKind.CHANGE)
+    # The headline answers the verdict: why it regressed (or the trade-off that made it), why
+    # it improved. The rules' own ranking holds within a kind.
+    order = _HEADLINE_ORDER.get(state, ())
+    causes = tuple(
+        sorted(causes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
+    )
+    return KernelVerdict(
+        kernel=kernel.id,
+        name=launches[0].name,
+        state=state,
+        comparisons=tuple(comparisons),
+        causes=causes,
+        launches=_launch_count(kernel, launches, capture.paths),
+        captures=tuple(sorted({la.source for la in launches})),
+        message=how if changed else "",
+        family=family,
+        nvtx=kernel.match.nvtx,
+        matched_by=how.split(":")[0] if changed else how,
+        line=kernel.line,
+    )
+
+
+_CHANGED = ("renamed", "reshaped")  # matched by another identity: always diagnosed
+
+
+class _Passing:
+    """The comparisons of a kernel whose every metric passes, worked out with the least
+    work per metric: the route to each metric's statistics (perfgate.metrics.measure.column_route)
+    once per metric, formula group, reason set and compute capability, the statistics once
+    for every kernel, no Measured values (a kernel that passes is not diagnosed). Anything
+    else (a metric that moved, a label, a bound of its own, a value the column table cannot
+    give) returns None, and the kernel is judged metric by metric by _compare_metric, whose
+    comparisons these equal (tests/test_columns.py)."""
+
+    def __init__(
+        self, table: LaunchTable, baseline: Baseline, columns: frozenset[str], memo: _Bounds
+    ) -> None:
+        self.table = table
+        self.baseline = baseline
+        self.columns = columns
+        self.memo = memo
+        self.routes: dict[tuple[str, str | None, tuple[str, ...] | None, str | None], Any] = {}
+
+    def _route(self, metric: MetricBaseline, cc: str | None) -> _Route | None:
+        # The recorded group (None: the catalog's first formula's), not formula_group: a
+        # property call saved 35,000 times.
+        key = (metric.name, metric.group, metric.reasons, cc)
+        hit = self.routes.get(key, _UNSEEN)
+        if hit is _UNSEEN:
+            defn = metric.definition
+            route = column_route(defn, self.columns, cc, metric.formula_group, metric.reasons)
+            stats = route.stats(self.table) if route is not None else None
+            hit = None
+            if route is not None and stats is not None:
+                # Only metrics without bounds of their own come here: the bounds of the name.
+                threshold, _ = _bounds(defn, metric, self.baseline, self.memo)
+                direction = threshold.direction or defn.direction
+                text = describe_bound(threshold, direction, route.unit)
+                hit = _Route(route, stats, threshold, direction, text)
+            self.routes[key] = hit
+        return hit  # type: ignore[no-any-return]
+
+    def comparisons(
+        self,
+        kernel: KernelBaseline,
+        launches: list[Launch],
+        capture: Capture,
+        rows: KernelRows,
+    ) -> list[Comparison] | None:
+        out: list[Comparison] = []
+        index, cc = rows.group, rows.cc
+        for metric in kernel.metrics:
+            value = metric.value
+            hit = None
+            if metric.threshold is None and metric.check is None and value.__class__ is not str:
+                hit = self._route(metric, cc)
+            stats = hit.stats[index] if hit is not None else None
+            if hit is None or stats is None or not stats[0]:
+                # A label, a bound of its own, a count per capture file: the plain way.
+                comparison, _ = _compare_metric(
+                    kernel, metric, launches, capture, self.baseline, self.memo, rows
+                )
+                if comparison.state is not State.PASS:
+                    return None
+                out.append(comparison)
+                continue
+            before, current = float(value), hit.route.value(stats)
+            # Judged from the edge of the recorded range: a calibrated bound (judged from
+            # the median) is a bound of the metric's own, which sent the kernel elsewhere.
+            outcome = numeric_outcome(
+                before, current, hit.threshold, hit.direction, metric.low, metric.high
+            )
+            if outcome is not Outcome.WITHIN:
+                return None
+            change = current - before
+            out.append(
+                _comparison(
+                    kernel=kernel.id,
+                    metric=metric.name,
+                    state=State.PASS,
+                    baseline=value,
+                    current=current,
+                    unit=hit.route.unit,
+                    change=change,
+                    relative_change=change / abs(before) if before else None,
+                    bound=hit.bound,
+                )
+            )
+        return out
+
+
+class _Route(NamedTuple):
+    route: ColumnRoute
+    stats: list[Stats]  # per group of the table
+    threshold: Threshold
+    direction: Direction
+    bound: str  # describe_bound() of the two
+
+
+_UNSEEN = object()
+
+
+def _names(groups: Sequence[KernelGroup], ids: Mapping[KernelKey, str]) -> str:
+    shown = [ids[g.key] for g in groups[:4]]
+    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+    return ", ".join(shown) + more
+
+
+def _missing(
+    kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
+) -> KernelVerdict:
+    name = kernel.name or kernel.match.name or kernel.id
+    family = kernel.family or (f.name if (f := family_of(name)) else None)
+    what = f"{family} kernel" if family else "kernel"
+    message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
+    related: tuple[str, ...] = ()
+    gone = differential.substitution_cause(Side(name=name, values=dict(kernel.info)), [], family)
+    causes: tuple[RootCause, ...] = (gone,)
+    message = f"{gone.title}: {message}"
+    if kernel.id in matching.replaced_by:
+        groups, why = matching.replaced_by[kernel.id]
+        related = tuple(ids[g.key] for g in groups)
+        if why.startswith("the same kernel"):
+            shapes = ", ".join(f"grid {g.key.grid} block {g.key.block}" for g in groups[:3])
+            title = "Launch shape changed"
+            message = (
+                f"launch shape changed: recorded at grid {kernel.match.grid} block "
+                f"{kernel.match.block}, now at {shapes}"
+            )
+            lever = (
+                "if the new shape is intended (a new batch or problem size), accept it "
+                "(perfgate baseline accept --reason ...); otherwise find what changed the launch "
+                "configuration"
+            )
+            causes = (
+                RootCause(
+                    "launch-shape",
+                    CauseKind.CHANGE,
+                    title,
+                    message,
+                    lever,
+                    (Evidence("kernel", name, "; ".join(g.key.name for g in groups[:4])),),
+                ),
+            )
+        else:
+            count = len(groups)
+            cause = differential.substitution_cause(
+                Side(name=name, values=dict(kernel.info)),
+                [Side(name=g.key.name, values={}) for g in groups],
+                family,
+            )
+            message = (
+                f"{cause.title}: replaced by {count} new kernel{'s' if count > 1 else ''} "
+                f"({why}): {_names(groups, ids)}"
+            )
+            causes = (cause,)
+    return KernelVerdict(
+        kernel=kernel.id,
+        name=name,
+        state=KernelState.MISSING,
+        causes=causes,
+        launches=LaunchCount(
+            float(kernel.launches) if kernel.launches is not None else None,
+            tuple(0 for _ in capture.paths),
+        ),
+        captures=capture.paths,
+        message=message,
+        related=related,
+        family=family,
+        nvtx=kernel.match.nvtx,
+        line=kernel.line,
+    )
+
+
+def _new(
+    group: KernelGroup, kid: str, replaced: tuple[str, ...], capture: Capture
+) -> KernelVerdict:
+    family = family_of(group.key.name)
+    message = "not in the baseline; record it to gate it"
+    if replaced:
+        message = f"new in place of {', '.join(replaced)}; {message}"
+    return KernelVerdict(
+        kernel=kid,
+        name=group.key.name,
+        state=KernelState.NEW,
+        launches=LaunchCount(
+            None, tuple(sum(1 for la in group.launches if la.source == p) for p in capture.paths)
+        ),
+        captures=tuple(sorted({la.source for la in group.launches})),
+        message=message,
+        related=replaced,
+        family=family.name if family else None,
+        nvtx=group.key.nvtx,
+    )
+
+
+def _notice(baseline: Baseline, capture: Capture, groups: Sequence[KernelGroup]) -> str:
+    held = sorted({short_name(g.key.name) for g in groups})
+    shown = ", ".join(held[:8]) + (f" and {len(held) - 8} more" if len(held) > 8 else "")
+    return (
+        f"none of the {len(baseline.kernels)} baselined kernels is in "
+        f"{', '.join(capture.paths)}: is it a capture of another program, or did a kernel "
+        f"filter (-k, --nvtx-include, --launch-count) leave them out? It holds "
+        f"{len(held)} kernels: {shown}"
+    )
+
+
+def check(
+    baseline: Baseline, capture: Capture, settings: CheckSettings | None = None
+) -> CheckResult:
+    # The comparisons make ~10 objects per metric, none in a reference cycle: the cyclic
+    # collector, run every 700 of them, would walk the capture's launches and the baseline
+    # again each time it reached its oldest generation (docs/scale.md). Paused, as yamlload
+    # pauses it while building a baseline.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(baseline, capture, settings or CheckSettings())
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> CheckResult:
+    groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
+    matching = match(baseline, groups)
+    ids = readable_ids([g.key for g in matching.unclaimed])
+    verdicts: list[KernelVerdict] = []
+    memo: _Bounds = {}
+    matched = [matching.launches(kernel.id) for kernel in baseline.kernels]
+    # Every kernel's metrics from the capture's columns at once (perfgate.metrics.columns).
+    table = LaunchTable(capture.launches, matched)
+    passing = _Passing(table, baseline, capture.columns, memo)
+    for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
+        if launches:
+            how = matching.how[kernel.id]
+            cc = next((la.cc for la in launches if la.cc), None)
+            rows = table.kernel(index, cc)
+            passed = None
+            if rows is not None and not how.startswith(_CHANGED):
+                passed = passing.comparisons(kernel, launches, capture, rows)
+            verdicts.append(
+                _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
+            )
+        else:
+            verdicts.append(_missing(kernel, matching, ids, capture))
+    if settings.report_new_kernels:
+        for group in matching.unclaimed:
+            replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
+            verdicts.append(_new(group, ids[group.key], replaced, capture))
+    notice = ""
+    if baseline.kernels and not matching.groups and groups:
+        notice = _notice(baseline, capture, groups)
+    elif baseline.kernels and not capture.launches:
+        notice = (
+            f"no launch in {', '.join(capture.paths)} comes from this baseline's GPU: capture "
+            "on that GPU too, or leave its baseline out of this check"
+        )
+    # Which GPU's launches this baseline judges was decided before (perfgate.baseline.selection).
+    gpu = baseline.gpu.gpu
+    warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
+    devices = capture.devices
+    return CheckResult(
+        baseline_path=baseline.path,
+        capture_paths=capture.paths,
+        verdicts=tuple(verdicts),
+        warnings=tuple(warnings),
+        devices=devices,
+        baseline_gpu=gpu,
+        notice=notice,
+    )

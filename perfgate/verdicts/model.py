@@ -1,0 +1,142 @@
+"""What the gate decided about each kernel, and why: the verdicts of a check.
+
+    capture -> ingest -> identity -> measure -> judge -> causes -> verdicts -> reporters
+
+A check ends in one `KernelVerdict` per baselined kernel (and one per kernel new to the
+baseline). A verdict holds the metric comparisons under it, the kernel's launch accounting,
+and the root causes the differential diagnosis found in the change from baseline to current,
+each with the comparisons it explains grouped under it as consequences. Reporters only render
+verdicts; they never regroup comparisons or re-derive a state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfgate.causes.model import CauseKind, RootCause
+from perfgate.common.errors import ExitCode
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import SEVERITY, KernelState, kernel_exit_code, worst_exit_code
+
+
+@dataclass(frozen=True)
+class LaunchCount:
+    """Launches of one kernel per capture file (one captured run or range)."""
+
+    baseline: float | None  # per capture, as recorded (None: the baseline predates counting)
+    current: tuple[int, ...]  # per capture file of this check
+
+
+@dataclass(frozen=True)
+class KernelVerdict:
+    kernel: str  # the baseline's id, or a readable id for a new kernel
+    name: str  # the kernel name as ncu printed it (current, else as recorded)
+    state: KernelState
+    comparisons: tuple[Comparison, ...] = ()
+    causes: tuple[RootCause, ...] = ()
+    launches: LaunchCount | None = None
+    captures: tuple[str, ...] = ()  # the capture files its launches came from
+    message: str = ""  # for missing and new kernels: what is known, what replaced it
+    related: tuple[str, ...] = ()  # missing: the new kernels that replaced it; new: the reverse
+    family: str | None = None
+    nvtx: str | None = None
+    matched_by: str = ""  # "name", "renamed", "regex", ...: how its launches were found
+    line: int | None = None  # its entry's line in the baseline file (None: a new kernel)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return kernel_exit_code(self.state)
+
+    @property
+    def failing(self) -> tuple[Comparison, ...]:
+        bad = (State.REGRESSED, State.MISSING_METRIC, State.ERROR)
+        return tuple(c for c in self.comparisons if c.state in bad)
+
+    @property
+    def headline(self) -> RootCause | None:
+        return self.causes[0] if self.causes else None
+
+    def unexplained(self) -> tuple[Comparison, ...]:
+        """Failing comparisons no cause accounts for: shown on their own."""
+        covered = {m for cause in self.causes for m in cause.explains}
+        return tuple(c for c in self.failing if c.metric not in covered)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One baseline (one GPU) checked against the captures."""
+
+    baseline_path: str
+    capture_paths: tuple[str, ...]
+    verdicts: tuple[KernelVerdict, ...]
+    warnings: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    baseline_gpu: str | None = None
+    # Said once when no baselined kernel is in the captures: what they hold instead.
+    notice: str = ""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return worst_exit_code([v.exit_code for v in self.verdicts])
+
+    def ordered(self) -> list[KernelVerdict]:
+        rank = {s: i for i, s in enumerate(SEVERITY)}
+        return sorted(self.verdicts, key=lambda v: rank[v.state])
+
+    def counts(self) -> dict[KernelState, int]:
+        out = dict.fromkeys(KernelState, 0)
+        for v in self.verdicts:
+            out[v.state] += 1
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one `perfgate check` found: a result per baseline, or the input problems
+    that stopped it before any comparison (then `results` is empty)."""
+
+    results: tuple[CheckResult, ...] = ()
+    problems: tuple[str, ...] = ()
+    # Said once for the whole check: baselines of a directory that no capture was for.
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.problems:
+            return ExitCode.INPUT_ERROR
+        codes = [r.exit_code for r in self.results]
+        gated = [v for r in self.results for v in r.verdicts if v.state is not KernelState.NEW]
+        if gated and all(v.state is KernelState.SKIPPED for v in gated):
+            # Nothing could be judged (captures from another architecture): never a pass.
+            return ExitCode.INPUT_ERROR
+        return worst_exit_code(codes)
+
+    @property
+    def verdicts(self) -> tuple[KernelVerdict, ...]:
+        return tuple(v for r in self.results for v in r.verdicts)
+
+    @property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        return tuple(c for v in self.verdicts for c in v.comparisons)
+
+    def counts(self) -> dict[KernelState, int]:
+        out = dict.fromkeys(KernelState, 0)
+        for v in self.verdicts:
+            out[v.state] += 1
+        return out
+
+    @property
+    def cause_count(self) -> int:
+        return self._count(CauseKind.REGRESSION)
+
+    @property
+    def trade_off_count(self) -> int:
+        return self._count(CauseKind.TRADE_OFF)
+
+    def _count(self, kind: CauseKind) -> int:
+        return sum(
+            1
+            for v in self.verdicts
+            if v.state is KernelState.REGRESSED
+            for c in v.causes
+            if c.kind is kind
+        )
