@@ -4,6 +4,7 @@ that they say the same thing in the same words."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison, State
@@ -36,6 +37,14 @@ _SCALES = {
 _SILENT_UNITS = {
     "inst", "sector", "request", "conflict", "sector/request", "register/thread", "launch",
 }  # fmt: skip
+
+
+def by_share(before: Mapping[str, float], after: Mapping[str, float]) -> list[str]:
+    """Stall reasons, the largest share on either side first; equal shares by name, so that a
+    report is the same in every run (a set's order changes with the hash seed)."""
+    return sorted(
+        set(before) | set(after), key=lambda r: (-max(before.get(r, 0.0), after.get(r, 0.0)), r)
+    )
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

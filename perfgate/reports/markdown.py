@@ -27,6 +27,7 @@ from perfgate.reports.escape import no_mentions
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
+    by_share,
     change,
     counted,
     evidence_text,
@@ -127,9 +128,7 @@ class Pictures:
 
 
 def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
-    reasons = sorted(
-        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
-    )[:6]
+    reasons = by_share(before, after)[:6]
     # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
     labels = ", ".join(
         '"' + "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40] + '"' for r in reasons
@@ -152,9 +151,7 @@ def _stall_section(kernel: str, comps: list[Comparison], pictures: Pictures) -> 
     if dominant is None or not (dominant.baseline_shares or dominant.current_shares):
         return ""
     before, after = dominant.baseline_shares or {}, dominant.current_shares or {}
-    reasons = sorted(
-        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
-    )
+    reasons = by_share(before, after)
     reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:8]
     lines = [
         f"**Stalls** (share of the stalls, without `selected` and `not_selected`): dominant "

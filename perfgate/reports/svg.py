@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from xml.sax.saxutils import escape
 
+from perfgate.reports.format import by_share
+
 _BAR = 14
 _GAP = 8
 _LABEL = 170
@@ -20,9 +22,7 @@ def stall_chart(
 ) -> str:
     """An SVG document; `before`/`after` map a stall reason to its share (%) of all stalls."""
     before, after = before or {}, after or {}
-    reasons = sorted(
-        set(before) | set(after), key=lambda r: -max(before.get(r, 0.0), after.get(r, 0.0))
-    )
+    reasons = by_share(before, after)
     reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:top]
     row = 2 * _BAR + _GAP
     height = 60 + row * len(reasons) + 20
