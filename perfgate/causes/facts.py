@@ -10,9 +10,6 @@ from perfgate.common.errors import UsageError
 from perfgate.judge.comparison import State, Value
 from perfgate.metrics.catalog import lookup
 
-# Metric names a capture may lack whatever the catalog says (another engineer adds some).
-PSEUDO = frozenset({"launches", "grid", "block"})
-
 
 def single(delta: KernelDelta) -> bool:
     """One capture judged alone: `perfgate explain` passes an empty baseline side."""

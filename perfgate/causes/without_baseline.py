@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate import causes
-from perfgate.causes.levers import STALLS
 from perfgate.causes.model import KernelDelta, RootCause, Side
 from perfgate.common.errors import UsageError
 from perfgate.identity.families import family_of
@@ -55,8 +54,14 @@ class Diagnosis:
         return "no bottleneck rule fired"
 
 
-# Kept for callers of the old module: the stall reasons' meaning and lever.
-STALL_LEVERS = STALLS
+@dataclass(frozen=True)
+class ExplainResult:
+    """`perfgate explain`'s whole result, as its reporters (perfgate.reports.explain) take it."""
+
+    capture_paths: tuple[str, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    warnings: tuple[str, ...] = ()
+
 
 # The logical metrics the rules read, plus the quadrant's two.
 METRICS: tuple[str, ...] = tuple(

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from perfgate import __version__
-from perfgate.gate import ExplainResult
+from perfgate.causes.without_baseline import ExplainResult
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import value
 from perfgate.reports.json_report import diagnosis_dict
