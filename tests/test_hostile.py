@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from perfgate.common import fileio, patterns
 from perfgate.common.errors import UsageError
 from perfgate.reports.escape import log_line, log_text, no_mentions, one_line
-from perfgate.reports.markdown import cell
+from perfgate.reports.markup import cell
 from tests.conftest import DATA, ROOT
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"
