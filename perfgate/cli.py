@@ -1,5 +1,5 @@
 """The command line: options become a request, the core does the work, and every error
-becomes one line on stderr with a documented exit code (docs/exit-codes.md)."""
+becomes one line on stderr with a documented exit code (docs/check.md)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def share(side: Side, reason: str) -> float | None:
 
 def share_rise(delta: KernelDelta, reason: str) -> float:
     """Points a stall share gained; 0 where unknown. Small shares jump 10-100% between runs
-    (NCU_FACTS, noise), so callers compare against an absolute floor in points."""
+    (docs/noise.md), so callers compare against an absolute floor in points."""
     a, b = share(delta.baseline, reason), share(delta.current, reason)
     return 0.0 if a is None or b is None else b - a
 

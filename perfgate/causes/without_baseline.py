@@ -1,6 +1,7 @@
 """What one capture says about a kernel, with no baseline: the differential rules of
 perfgate.causes run with an empty baseline side, and their causes become the findings that
-`perfgate explain` and the reports render (the seeds' speed-of-light quadrant on top).
+`perfgate explain` and the reports render (the speed-of-light
+quadrant, SM against memory throughput, on top).
 
 Every finding cites the counters it rests on; a rule whose counters the capture does not
 hold says what to add instead of guessing.

@@ -230,7 +230,8 @@ def _limiter(values: LaunchValues) -> Computed:
 
 
 def _no_dram(cc: tuple[int, int] | None) -> bool:
-    # NVIDIA's own rules request no DRAM metric on these (NCU_FACTS); unknown CC: try.
+    # NVIDIA's own section rules request no DRAM metric on CC 8.7, 11.0 and 12.1 (chips
+    # without their own DRAM counters); unknown CC: try.
     return cc not in {(8, 7), (11, 0), (12, 1)}
 
 
