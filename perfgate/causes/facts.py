@@ -54,11 +54,6 @@ def share_rise(delta: KernelDelta, reason: str) -> float:
     return 0.0 if a is None or b is None else b - a
 
 
-def cpi_ratio(delta: KernelDelta, reason: str) -> float | None:
-    """Stall cycles per issued instruction, after / before (absolute, not a share)."""
-    return delta.ratio(f"stall_cpi.{reason}")
-
-
 def unit(metric: str) -> str:
     try:
         return lookup(metric).unit

@@ -29,7 +29,6 @@ from perfgate.ingest import ncu_log
 from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
 from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
 
-Echo = Callable[[str], None]
 _POLL_S = 0.2
 
 
