@@ -1,5 +1,5 @@
 """The command line: options become a request, the core does the work, and every error
-becomes one line on stderr with a documented exit code (docs/exit-codes.md)."""
+becomes one line on stderr with a documented exit code (docs/check.md)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import click
 
 from perfgate import __version__
 from perfgate.common.errors import ExitCode, PerfgateError
+from perfgate.reports import REPORTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Kept in step with perfgate.reports.REPORTERS by a test (the registry would import pandas here).
-FORMATS = ("text", "markdown", "junit", "json", "github")
+FORMATS = tuple(REPORTERS)
 
 
 @dataclass(frozen=True)
@@ -360,8 +360,6 @@ def check_command(
         files = report_files(report, gh.workspace)
         output = junit.render(report, files, locations=junit_locations)
     else:
-        from perfgate.reports import REPORTERS
-
         output = REPORTERS[fmt].render(report)
     # click strips escape codes from what is not a terminal unless told: colour was decided.
     click.echo(output, nl=False, color=settings.colour and fmt == "text")

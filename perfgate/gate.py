@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 from perfgate.baseline.dump import dump_baseline
 from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
-from perfgate.causes.without_baseline import Diagnosis, diagnose, raw_inputs
+from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, UsageError
+from perfgate.common.exhaustive import never
 from perfgate.common.fileio import check_outputs, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.judge.states import KernelState, _never
+from perfgate.judge.states import KernelState
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
 from perfgate.verdicts.model import Report
@@ -50,13 +51,6 @@ class RecordRequest:
 class ExplainRequest:
     captures: tuple[str, ...]
     kernel_patterns: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ExplainResult:
-    capture_paths: tuple[str, ...]
-    diagnoses: tuple[Diagnosis, ...]
-    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -323,7 +317,7 @@ def _fails(state: KernelState, policy: frozenset[FailOn]) -> bool:
         or state is KernelState.ERROR  # decided as unusable input, not by the policy
     ):
         return False
-    _never(state)
+    never(state)
 
 
 def policy_exit_code(report: Report, policy: frozenset[FailOn]) -> ExitCode:
@@ -354,12 +348,6 @@ def github_environment() -> GitHubEnvironment:
         output=env.get("GITHUB_OUTPUT") or None,
         workspace=env.get("GITHUB_WORKSPACE") or str(Path.cwd()),
     )
-
-
-def github_outputs() -> tuple[bool, str | None]:
-    """Whether this runs under GitHub Actions, and its step-summary file."""
-    gh = github_environment()
-    return gh.active, gh.step_summary
 
 
 def report_files(report: Report, root: str | None) -> dict[str, str]:

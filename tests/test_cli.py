@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -170,7 +171,19 @@ def test_record_refuses_a_metric_the_capture_cannot_give(tmp_path: Path) -> None
 
 
 def test_formats_on_stdout_come_from_the_reporter_registry() -> None:
-    assert set(cli.FORMATS) == set(REPORTERS)
+    assert cli.FORMATS == ("text", "markdown", "junit", "json", "github")
+    for reporter in REPORTERS.values():  # each entry names a module with a render(report)
+        assert callable(importlib.import_module(f"perfgate.reports.{reporter.module}").render)
+    # The CLI reads the names without importing the formatters: they load when one renders.
+    proc = subprocess.run(
+        [sys.executable, "-c", "import json, sys, perfgate.cli; "
+         "print(json.dumps([m for m in sys.modules if m.startswith('perfgate.reports.')]))"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not {"text", "markdown", "junit", "json_report", "github"} & {
+        m.rsplit(".", 1)[1] for m in json.loads(proc.stdout)
+    }, proc.stdout
     proc = perfgate(
         "check", "-b", ZOO, "-c", str(data("zoo-good-short-run1.csv")), "--format", "junit"
     )

@@ -12,16 +12,14 @@ from perfgate.ncu.doctor import (
     Check,
     Status,
     failed,
-    find_ncu,
     gpu_checks,
     parse_admin_only,
     parse_capabilities,
-    parse_ncu_version,
-    parse_nvidia_smi,
     permission_check,
     render,
     run_doctor,
 )
+from perfgate.ncu.machine import find_ncu, parse_ncu_version, parse_nvidia_smi
 from tests.conftest import ROOT
 
 TEXTS = ROOT / "tests" / "data" / "h200" / "capture"

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from perfgate.common import fileio, patterns
 from perfgate.common.errors import UsageError
 from perfgate.reports.escape import log_line, log_text, no_mentions, one_line
-from perfgate.reports.markdown import cell
+from perfgate.reports.markup import cell
 from tests.conftest import DATA, ROOT
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"
@@ -50,14 +50,29 @@ def _one_error(proc: subprocess.CompletedProcess[str], path: object, pattern: st
 
 # ------------------------------------------------------------------------- atomic writes
 
-_WRITER = "import sys; from perfgate.common.fileio import write_text_atomic; write_text_atomic(sys.argv[1], 'new\\n' * 100000)"
+# The writer pauses once the content is written and synced but before it is named (fsync is
+# the last step before that), so a test can signal it in that window. Without O_TMPFILE it
+# takes the named-temporary-file path.
+_WRITER = """
+import os, sys, time
+from perfgate.common.fileio import write_text_atomic
+
+synced = os.fsync
+def fsync_then_pause(fd):
+    synced(fd)
+    os.write(2, b"test pause before rename\\n")
+    time.sleep(30)
+os.fsync = fsync_then_pause
+if sys.argv[2] == "no-tmpfile" and hasattr(os, "O_TMPFILE"):
+    del os.O_TMPFILE
+write_text_atomic(sys.argv[1], "new\\n" * 100000)
+"""
 
 
-def _paused_writer(target: Path, **env: str) -> subprocess.Popen[str]:
+def _paused_writer(target: Path, tmpfile: bool = True) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(target)],
+        [sys.executable, "-c", _WRITER, str(target), "tmpfile" if tmpfile else "no-tmpfile"],
         cwd=ROOT, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, fileio.PAUSE_ENV: "30", **env},
         # A shell's background job inherits SIGINT ignored, and Python keeps it so: give the
         # writer the default, as a user's terminal would.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -81,7 +96,7 @@ def test_a_write_killed_with_sigkill_leaves_no_temporary_file(tmp_path: Path) ->
 def test_without_o_tmpfile_a_terminated_write_cleans_up(tmp_path: Path, sig: int) -> None:
     target = tmp_path / "report.json"
     target.write_text("old\n")
-    proc = _paused_writer(target, **{fileio.NO_TMPFILE_ENV: "1"})
+    proc = _paused_writer(target, tmpfile=False)
     # The named temporary file exists while the writer waits: this is the other path.
     assert any(p.name.startswith(".report.json.") for p in tmp_path.iterdir())
     proc.send_signal(sig)

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from perfgate.baseline.fingerprint import to_document as fingerprint_document
-from perfgate.baseline.load import _CATEGORICAL_KEYS
+from perfgate.baseline.load import CATEGORICAL_KEYS
 from perfgate.baseline.model import (
     FORMAT_VERSION,
     Baseline,
@@ -50,7 +50,7 @@ def _override_document(
         if threshold.direction is not None:
             doc["direction"] = threshold.direction.value
     if check is not None:
-        for key in _CATEGORICAL_KEYS:
+        for key in CATEGORICAL_KEYS:
             value = getattr(check, key)
             if value is not None:
                 doc[key] = list(value) if isinstance(value, tuple) else value

@@ -360,7 +360,7 @@ def _override(
 _NUMERIC_KEYS = ("relative", "absolute", "direction")
 
 
-_CATEGORICAL_KEYS = ("stable", "expect", "forbid", "margin")
+CATEGORICAL_KEYS = ("stable", "expect", "forbid", "margin")
 
 
 def _check_metric(
@@ -411,7 +411,7 @@ def _check_metric(
     override = entry.get("threshold")
     if not override:
         return
-    wrong = _NUMERIC_KEYS if categorical else _CATEGORICAL_KEYS
+    wrong = _NUMERIC_KEYS if categorical else CATEGORICAL_KEYS
     for key in wrong:
         if key in override:
             kind = "categorical" if categorical else "numeric"

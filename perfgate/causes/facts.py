@@ -10,9 +10,6 @@ from perfgate.common.errors import UsageError
 from perfgate.judge.comparison import State, Value
 from perfgate.metrics.catalog import lookup
 
-# Metric names a capture may lack whatever the catalog says (another engineer adds some).
-PSEUDO = frozenset({"launches", "grid", "block"})
-
 
 def single(delta: KernelDelta) -> bool:
     """One capture judged alone: `perfgate explain` passes an empty baseline side."""
@@ -52,14 +49,9 @@ def share(side: Side, reason: str) -> float | None:
 
 def share_rise(delta: KernelDelta, reason: str) -> float:
     """Points a stall share gained; 0 where unknown. Small shares jump 10-100% between runs
-    (NCU_FACTS, noise), so callers compare against an absolute floor in points."""
+    (docs/noise.md), so callers compare against an absolute floor in points."""
     a, b = share(delta.baseline, reason), share(delta.current, reason)
     return 0.0 if a is None or b is None else b - a
-
-
-def cpi_ratio(delta: KernelDelta, reason: str) -> float | None:
-    """Stall cycles per issued instruction, after / before (absolute, not a share)."""
-    return delta.ratio(f"stall_cpi.{reason}")
 
 
 def unit(metric: str) -> str:

@@ -1,7 +1,8 @@
 """What to try first, per mechanism, and per library family.
 
-The user-code levers come from the seeds' bottleneck-to-lever tables (seed 000 section 9,
-seed 001's stall fingerprints, seed 003's Level 2 analysis). A library kernel's code is
+The user-code levers are the standard CUDA tuning answers to each bottleneck (coalescing,
+shared-memory padding, occupancy limits, pipelining); docs/explain.md lists them with the
+evidence each rule reads. A library kernel's code is
 closed: its caller controls only shapes, alignment, dtype, layout, backend flags and the
 library version, so its levers say those and never __launch_bounds__ or __syncthreads().
 """
@@ -136,8 +137,8 @@ def lever(mechanism: str, family: str | None) -> str:
 
 
 # The dominant stall's meaning and lever, for a stall share that moved with no mechanism to
-# explain it. short_scoreboard is MIO (shared memory, MUFU), never registers (NCU_FACTS; this
-# corrects seed 000's table, which blamed occupancy).
+# explain it. short_scoreboard waits on MIO results (shared memory, MUFU), never on
+# registers, so its lever is not occupancy.
 STALLS: Mapping[str, tuple[str, str]] = {
     "mio_throttle": (
         "the MIO queue is full: shared-memory or special-function instructions come faster "

@@ -195,7 +195,7 @@ def _warps(delta: KernelDelta) -> float | None:
 
 def atomic_contention(delta: KernelDelta) -> RootCause | None:
     """Atomics serialise on one L2 line: requests up, and warps wait in drain (at exit, for
-    the writes) or lg_throttle (the LSU queue full) while DRAM idles (seed 001, phase 2)."""
+    the writes) or lg_throttle (the LSU queue full) while DRAM idles."""
     name = next(
         (
             m
@@ -301,7 +301,7 @@ def _local_fell(delta: KernelDelta) -> bool:
 
 def occupancy_registers(delta: KernelDelta) -> RootCause | None:
     """More registers per thread, fewer resident blocks: theoretical occupancy falls with
-    registers as the limiter (seed 000). Spills that went away are spills-removed's case."""
+    registers as the limiter. Spills that went away are spills-removed's case."""
     if single(delta):
         return _single_occupancy(delta, "registers", "registers_per_thread")
     rb, ra = num(delta.baseline, "registers_per_thread"), num(delta.current, "registers_per_thread")
@@ -397,7 +397,8 @@ def occupancy_limiter(delta: KernelDelta) -> RootCause | None:
 
 def local_memory(delta: KernelDelta) -> RootCause | None:
     """Local-memory sectors appeared: registers spill (registers fell or sit at a cap), or an
-    array is indexed at run time. Both show as long_scoreboard and lg_throttle (NCU_FACTS)."""
+    array is indexed at run time. Both show as long_scoreboard and lg_throttle:
+    local memory goes through the LSU."""
     a = num(delta.current, "local_memory_sectors")
     cites = (
         "local_memory_sectors",
@@ -482,7 +483,7 @@ _SHARED_PER = ("instructions_executed", "l1tex__data_pipe_lsu_wavefronts_mem_sha
 
 def bank_conflicts(delta: KernelDelta) -> RootCause | None:
     """Conflicts per warp instruction (else per shared-memory wavefront): an n-way conflict
-    replays the access n times (seed 003, Level 2.A metric 4)."""
+    replays the access n times."""
     per = next((m for m in _SHARED_PER if num(delta.current, m)), None)
     cites = (
         "shared_bank_conflicts",
@@ -589,8 +590,8 @@ def _same_work(delta: KernelDelta) -> bool:
 def lost_pipelining(delta: KernelDelta) -> RootCause | None:
     """The same work, the same (or more) theoretical occupancy, and warps now wait longer
     for memory: fewer loads in flight. Stage buffers shrink shared memory per block and the
-    tensor pipe idles between tiles (seed 001 phase 3: wait/num_stages; seed 003's warning
-    that occupancy is not the fix when warps all wait on memory)."""
+    tensor pipe idles between tiles (fewer stages leave fewer loads in flight; occupancy is
+    not the fix when every warp waits on memory)."""
     if single(delta) or not slower(delta) or not _same_work(delta):
         return None
     tb, ta = (
@@ -645,7 +646,7 @@ def lost_pipelining(delta: KernelDelta) -> RootCause | None:
 
 def tensor_cores_lost(delta: KernelDelta) -> RootCause | None:
     """Tensor-pipe instructions to about zero: the math moved to the FMA pipe (a dtype, a
-    shape, or a code path without WMMA/wgmma; seed 003 Level 2.B metric 1)."""
+    shape, or a code path without WMMA/wgmma)."""
     cites = (
         "tensor_instructions",
         "tensor_pipe_utilization",
@@ -813,7 +814,7 @@ def launch_shape(delta: KernelDelta) -> RootCause | None:
 
 def stall_shift(delta: KernelDelta) -> RootCause | None:
     """A stall reason gained share with no counter naming the mechanism: say what the
-    reason means (NCU_FACTS wording) and its lever. Ranked last: it is a symptom."""
+    reason means (ncu's own description of it) and its lever. Ranked last: it is a symptom."""
     if single(delta):
         top = label(delta.current, "dominant_stall")
         if top is None or top in ("not_selected", "selected"):

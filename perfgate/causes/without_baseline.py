@@ -1,6 +1,7 @@
 """What one capture says about a kernel, with no baseline: the differential rules of
 perfgate.causes run with an empty baseline side, and their causes become the findings that
-`perfgate explain` and the reports render (the seeds' speed-of-light quadrant on top).
+`perfgate explain` and the reports render (the speed-of-light
+quadrant, SM against memory throughput, on top).
 
 Every finding cites the counters it rests on; a rule whose counters the capture does not
 hold says what to add instead of guessing.
@@ -12,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfgate import causes
-from perfgate.causes.levers import STALLS
 from perfgate.causes.model import KernelDelta, RootCause, Side
 from perfgate.common.errors import UsageError
 from perfgate.identity.families import family_of
@@ -55,8 +55,14 @@ class Diagnosis:
         return "no bottleneck rule fired"
 
 
-# Kept for callers of the old module: the stall reasons' meaning and lever.
-STALL_LEVERS = STALLS
+@dataclass(frozen=True)
+class ExplainResult:
+    """`perfgate explain`'s whole result, as its reporters (perfgate.reports.explain) take it."""
+
+    capture_paths: tuple[str, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    warnings: tuple[str, ...] = ()
+
 
 # The logical metrics the rules read, plus the quadrant's two.
 METRICS: tuple[str, ...] = tuple(

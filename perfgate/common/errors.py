@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
-    """The documented exit codes (README, docs/exit-codes.md)."""
+    """The documented exit codes (README, docs/check.md)."""
 
     OK = 0
     GATE_FAILED = 1  # a metric regressed, or a baselined kernel or metric is missing

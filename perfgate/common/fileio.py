@@ -20,18 +20,11 @@ import secrets
 import signal
 import stat
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
 from perfgate.common.errors import UsageError
-
-# Test hook (tests/test_fileio.py): sleep this many seconds (at most 30) once the content is
-# written and synced but before it is named, so a test can kill the process in that window.
-PAUSE_ENV = "PERFGATE_TEST_PAUSE_BEFORE_RENAME"
-# Test hook: use the named-temporary-file path even where O_TMPFILE works.
-NO_TMPFILE_ENV = "PERFGATE_TEST_NO_TMPFILE"
 
 
 def _kind(mode: int) -> str | None:
@@ -106,13 +99,6 @@ def check_outputs(outputs: Iterable[str | None], inputs: Iterable[str | Path]) -
             files[ident] = ("another output", out)
 
 
-def _pause_for_tests() -> None:
-    seconds = os.environ.get(PAUSE_ENV)
-    if seconds:
-        os.write(2, b"perfgate: test pause before rename\n")
-        time.sleep(min(float(seconds), 30.0))
-
-
 def _mode(existing: os.stat_result | None) -> int:
     # A new file gets the mode a plain open() would; an existing one keeps its own, so a
     # baseline in a repository stays readable by everyone.
@@ -137,7 +123,7 @@ def _temp_name(target: Path) -> Path:
 def _write_unnamed(target: Path, data: bytes, mode: int) -> bool:
     """Write through an O_TMPFILE file; False where the system or file system lacks it."""
     flag = getattr(os, "O_TMPFILE", 0)
-    if not flag or os.environ.get(NO_TMPFILE_ENV) or not Path("/proc/self/fd").is_dir():
+    if not flag or not Path("/proc/self/fd").is_dir():
         return False
     try:
         fd = os.open(target.parent, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), mode)
@@ -146,7 +132,6 @@ def _write_unnamed(target: Path, data: bytes, mode: int) -> bool:
     try:
         os.fchmod(fd, mode)  # the umask applied to os.open's mode
         _write_all(fd, data)
-        _pause_for_tests()
         tmp = _temp_name(target)
         try:
             os.link(f"/proc/self/fd/{fd}", tmp, follow_symlinks=True)
@@ -193,7 +178,6 @@ def _write_named(target: Path, data: bytes, mode: int) -> None:
                 _write_all(fd, data)
             finally:
                 os.close(fd)
-            _pause_for_tests()
             tmp.replace(target)
     except _Terminated:
         with contextlib.suppress(OSError):

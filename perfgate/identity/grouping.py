@@ -24,7 +24,7 @@ from perfgate.common.patterns import UnsafePattern, compile_pattern, search
 from perfgate.ingest.launches import Dim3, Launch
 from perfgate.ingest.names import normalise, short_name
 
-# Instruction counts of one kernel at one shape are exact (NCU_FACTS: cuDNN within 0.3%);
+# Instruction counts of one kernel at one shape are exact (a cuDNN kernel's vary within 0.3%);
 # two GEMMs served by one persistent kernel differ by their problem size, far more than this.
 WORK_GAP = 1.25
 WORK_METRIC = "smsp__inst_executed.sum"

@@ -1,6 +1,6 @@
 """ncu's own log lines (`==PROF==`, `==WARNING==`, `==ERROR==`) and what they mean for a gate.
 
-ncu's exit code proves nothing (NCU_FACTS: a kernel filter that matches nothing exits 0), so a
+ncu's exit code proves nothing (a kernel filter that matches nothing exits 0), so a
 capture is judged by its text: any `==ERROR==` line, or "No kernels were profiled", makes it
 unusable. Warnings are kept and reported.
 

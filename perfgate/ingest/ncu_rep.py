@@ -134,7 +134,8 @@ def _rule_results(action: Any, metrics: dict[str, Value]) -> dict[str, str]:
     return out
 
 
-# Source counters that count an excess exactly, whatever the access width (NCU_FACTS).
+# Source counters that count an excess exactly, whatever the access width: the excess
+# sectors or wavefronts over what a fully coalesced, conflict-free access would need.
 SOURCE_COUNTERS = (
     "derived__memory_l2_theoretical_sectors_global_excessive",
     "derived__memory_l1_wavefronts_shared_excessive",

@@ -27,9 +27,7 @@ _TIME_TO_NS = {
 _PER_TIME_TO_PER_S = {"ns": 1e9, "nsecond": 1e9, "us": 1e6, "usecond": 1e6,
                       "ms": 1e3, "msecond": 1e3, "s": 1.0, "second": 1.0}  # fmt: skip
 _SCALABLE = ("byte", "hz", "Hz", "inst", "sector", "cycle", "request", "warp", "thread")
-_SCALED_RE = re.compile(
-    r"^(?P<prefix>[KMGTP]?)(?P<base>byte|hz|Hz|inst|sector|cycle|request|warp|thread)$"
-)
+_SCALED_RE = re.compile(rf"^(?P<prefix>[KMGTP]?)(?P<base>{'|'.join(_SCALABLE)})$")
 
 
 def _numerator(unit: str) -> tuple[str, float]:

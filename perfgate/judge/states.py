@@ -6,9 +6,9 @@ states alone."""
 from __future__ import annotations
 
 import enum
-from typing import NoReturn
 
 from perfgate.common.errors import ExitCode
+from perfgate.common.exhaustive import never
 from perfgate.judge.comparison import Comparison, State
 
 
@@ -38,10 +38,6 @@ SEVERITY: tuple[KernelState, ...] = (
 )
 
 
-def _never(value: NoReturn) -> NoReturn:
-    raise AssertionError(f"unhandled state {value!r}")
-
-
 def kernel_exit_code(state: KernelState) -> ExitCode:
     """What one kernel's state means for the build. Exhaustive: mypy flags a state left out."""
     if state is KernelState.PASS or state is KernelState.IMPROVED or state is KernelState.NEW:
@@ -56,7 +52,7 @@ def kernel_exit_code(state: KernelState) -> ExitCode:
         return ExitCode.GATE_FAILED
     if state is KernelState.ERROR:
         return ExitCode.INPUT_ERROR
-    _never(state)
+    never(state)
 
 
 def worst_exit_code(codes: list[ExitCode]) -> ExitCode:

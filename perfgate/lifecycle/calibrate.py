@@ -32,7 +32,7 @@ class Calibration:
 
 K = 2.0  # the range of 3 runs is about 1.7 standard deviations: twice it is about 3.4
 MIN_RUNS = 3
-# Cross-start noise (NCU_FACTS, docs/noise.md) and the floors set above it. For kernels of
+# Cross-start noise (docs/noise.md) and the floors set above it. For kernels of
 # 10 us or more these leave room to catch +5% duration, +3% DRAM bytes, +1.5% instructions.
 LONG_KERNEL_NS = 10_000.0
 SHORT_KERNEL_NS = 2_000.0
@@ -83,7 +83,7 @@ FLOORS: dict[str, Callable[[float | None], Floor]] = {
         "DRAM bytes within 0.2% across starts; the launch range covers GEMMs that vary more",
     ),
     "dram_throughput": _fixed(0.04, 1.0, "DRAM % of the best launch within 3.7% across starts"),
-    # NCU_FACTS: within 4% across H200 starts; seen 6.6% on the H100 (zoo_coalescing).
+    # Within 4% across H200 starts (docs/noise.md); seen 6.6% on the H100 (zoo_coalescing).
     "achieved_occupancy": _fixed(0.08, 2.0, "achieved occupancy within 6.6% across starts"),
     "instructions_executed": _fixed(
         NEARLY_EXACT_FLOOR, 0.0, "library kernels' instructions within 0.1-0.3%"

@@ -230,7 +230,8 @@ def _limiter(values: LaunchValues) -> Computed:
 
 
 def _no_dram(cc: tuple[int, int] | None) -> bool:
-    # NVIDIA's own rules request no DRAM metric on these (NCU_FACTS); unknown CC: try.
+    # NVIDIA's own section rules request no DRAM metric on CC 8.7, 11.0 and 12.1 (chips
+    # without their own DRAM counters); unknown CC: try.
     return cc not in {(8, 7), (11, 0), (12, 1)}
 
 
@@ -246,7 +247,6 @@ class MetricDef:
     default: bool = True  # recorded by `baseline record` unless --metric says otherwise
     aggregate: Aggregate = Aggregate.MEDIAN
     check: CategoricalCheck | None = None  # categorical metrics only
-    description: str = ""
     raw: bool = False  # a raw ncu metric gated as it is
     # A rate (DRAM %, throughput %) divides work by time: its fall is no regression when the
     # kernel got faster or when one of these work metrics fell with it.
@@ -306,66 +306,68 @@ _TENSOR = "smsp__inst_executed_pipe_tensor_op_{op}.sum"
 _BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.ratio"
 
 CATALOG_LIST: tuple[MetricDef, ...] = (
+    # Registers allocated per thread; more registers, fewer resident warps.
     MetricDef(
         "registers_per_thread", "Registers per thread", "register/thread",
         Direction.HIGHER_IS_WORSE, Noise.EXACT, (direct("launch__registers_per_thread"),), _EXACT,
-        description="Registers allocated per thread; more registers, fewer resident warps.",
     ),
+    # Static plus dynamic shared memory a block asks for.
     MetricDef(
         "shared_memory_per_block", "Shared memory per block", "byte/block",
         Direction.HIGHER_IS_WORSE, Noise.EXACT,
         (total(["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]),),
-        _EXACT, description="Static plus dynamic shared memory a block asks for.",
+        _EXACT,
     ),
+    # The resource that bounds blocks per SM (ties joined with '+').
     MetricDef(
         "occupancy_limiter", "Occupancy limiter", "", Direction.ANY_CHANGE, Noise.EXACT,
         (Formula(tuple(f"launch__occupancy_limit_{n}" for n in _LIMITERS), _limiter,
                  "smallest of launch__occupancy_limit_{registers,shared_mem,warps,blocks,barriers}",
                  "counters", needs_all=False),),
         aggregate=Aggregate.MODE, check=CategoricalCheck(stable=True),
-        description="The resource that bounds blocks per SM (ties joined with '+').",
     ),
+    # The most warps per SM the launch configuration allows, of the SM's maximum.
     MetricDef(
         "theoretical_occupancy", "Theoretical occupancy", "%",
         Direction.LOWER_IS_WORSE, Noise.EXACT,
         (direct("sm__maximum_warps_per_active_cycle_pct"),), _EXACT,
-        description="The most warps per SM the launch configuration allows, of the SM's maximum.",
     ),
+    # Active warps as a share of the SM's maximum.
     MetricDef(
         "achieved_occupancy", "Achieved occupancy", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("sm__warps_active.avg.pct_of_peak_sustained_active"),), Threshold(0.08, 8.0),
-        description="Active warps as a share of the SM's maximum.",
     ),
+    # 4 is ideal for coalesced 4-byte loads, 32 is fully scattered. Diagnostic only: 16-byte vector
+    # loads make a quarter of the requests for the same sectors, so the ratio quadruples on a change
+    # that is no regression; global_load_efficiency and global_load_sectors gate coalescing.
     MetricDef(
         "sectors_per_request_ld", "Sectors per global load request", "sector/request",
         Direction.HIGHER_IS_WORSE, Noise.EXACT, _sectors_per_request("ld"), Threshold(0.0, 0.01),
         default=False,
-        description="4 is ideal for coalesced 4-byte loads, 32 is fully scattered. Diagnostic "
-        "only: 16-byte vector loads make a quarter of the requests for the same sectors, so "
-        "the ratio quadruples on a change that is no regression; global_load_efficiency and "
-        "global_load_sectors gate coalescing.",
     ),
+    # 32-byte sectors global loads fetch from L1: the work of a load, whatever the access width
+    # (16-byte vector loads keep the sectors); uncoalescing multiplies it.
     MetricDef(
         "global_load_sectors", "Global load sectors", "sector", Direction.HIGHER_IS_WORSE,
         Noise.EXACT, (direct(_LD.format(x="sectors", op="ld")),), _EXACT,
-        description="32-byte sectors global loads fetch from L1: the work of a load, whatever "
-        "the access width (16-byte vector loads keep the sectors); uncoalescing multiplies it.",
     ),
+    # 32-byte sectors global stores write: the work of a store, whatever the access width. Partial-
+    # sector stores (2-byte halves) move by up to 1.3% between launches (seen); full-sector stores
+    # are exact.
     MetricDef(
         "global_store_sectors", "Global store sectors", "sector", Direction.HIGHER_IS_WORSE,
         Noise.NOISY, (direct(_LD.format(x="sectors", op="st")),), Threshold(0.02, 0.0),
-        description="32-byte sectors global stores write: the work of a store, whatever the "
-        "access width. Partial-sector stores (2-byte halves) move by up to 1.3% between "
-        "launches (seen); full-sector stores are exact.",
     ),
+    # Diagnostic only (see sectors_per_request_ld). 4 is ideal for coalesced 4-byte stores, 32 is
+    # fully scattered. Store sectors of partial-sector writes vary by up to 1.3% between launches
+    # (seen).
     MetricDef(
         "sectors_per_request_st", "Sectors per global store request", "sector/request",
         Direction.HIGHER_IS_WORSE, Noise.NOISY, _sectors_per_request("st"), Threshold(0.02, 0.01),
         default=False,
-        description="Diagnostic only (see sectors_per_request_ld). 4 is ideal for coalesced "
-        "4-byte stores, 32 is fully scattered. Store "
-        "sectors of partial-sector writes vary by up to 1.3% between launches (seen).",
     ),
+    # Active threads per executed warp instruction, of 32; divergence lowers it. Exact for most
+    # kernels; persistent library kernels vary by 0.4% (seen).
     MetricDef(
         "warp_execution_efficiency", "Warp execution efficiency", "%",
         Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -375,31 +377,29 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("smsp__thread_inst_executed_per_inst_executed.ratio", scale=100 / 32),
         ),
         Threshold(0.0, 1.0),
-        description="Active threads per executed warp instruction, of 32; divergence lowers it. "
-        "Exact for most kernels; persistent library kernels vary by 0.4% (seen).",
     ),
+    # Warp-level instructions executed. Exact for most kernels; persistent library kernels (cuDNN
+    # attention) vary by 0.3% between launches (seen).
     MetricDef(
         "instructions_executed", "Warp instructions executed", "inst",
         Direction.HIGHER_IS_WORSE, Noise.NOISY, (direct("smsp__inst_executed.sum"),),
         Threshold(0.01, 0.0),
-        description="Warp-level instructions executed. Exact for most kernels; persistent "
-        "library kernels (cuDNN attention) vary by 0.3% between launches (seen).",
     ),
+    # Extra shared-memory cycles spent on bank conflicts (seen varying 35% between launches).
     MetricDef(
         "shared_bank_conflicts", "Shared-memory bank conflicts", "conflict",
         Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (direct("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),), Threshold(0.5, 4096.0),
-        description="Extra shared-memory cycles spent on bank conflicts "
-        "(seen varying 35% between launches).",
     ),
+    # Local-memory traffic: register spills and run-time-indexed arrays.
     MetricDef(
         "local_memory_sectors", "Local-memory sectors", "sector",
         Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (total(["l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
                 "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"]),),
         Threshold(0.10, 0.0),
-        description="Local-memory traffic: register spills and run-time-indexed arrays.",
     ),
+    # Global atomics and reductions reaching L2; contention grows with them.
     MetricDef(
         "l2_atomic_requests", "L2 atomic and reduction requests", "request",
         Direction.HIGHER_IS_WORSE, Noise.EXACT,
@@ -412,8 +412,8 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
                    "lts__t_requests_srcunit_tex_op_atom_dot_cas.sum"]),
         ),
         _EXACT,
-        description="Global atomics and reductions reaching L2; contention grows with them.",
     ),
+    # Warp instructions on the tensor pipe (HMMA, GMMA on CC 9.0, IMMA, DMMA).
     MetricDef(
         "tensor_instructions", "Tensor-core instructions", "inst",
         Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -431,15 +431,16 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
                      for op in ("hmma", "gmma", *_TENSOR_OPS[1:])], group="tensor_ops"),
         ),
         Threshold(0.01, 0.0),
-        description="Warp instructions on the tensor pipe (HMMA, GMMA on CC 9.0, IMMA, DMMA).",
     ),
+    # Cycles the tensor pipe is busy, of the active cycles.
     MetricDef(
         "tensor_pipe_utilization", "Tensor pipe utilization", "%",
         Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),),
         Threshold(0.10, 2.0), rate_of=("tensor_instructions",),
-        description="Cycles the tensor pipe is busy, of the active cycles.",
     ),
+    # DRAM bandwidth used, of peak. A drop usually means the kernel got slower for the same bytes;
+    # more bytes show in dram_bytes.
     MetricDef(
         "dram_throughput", "DRAM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (
@@ -447,9 +448,9 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", for_cc=_no_dram),
         ),
         Threshold(0.05, 2.0), aggregate=Aggregate.FASTEST, rate_of=("dram_bytes",),
-        description="DRAM bandwidth used, of peak. A drop usually means the kernel got slower "
-        "for the same bytes; more bytes show in dram_bytes.",
     ),
+    # Bytes read from and written to device memory (or one direction, when the capture holds only
+    # that one; such a baseline compares only with that direction).
     MetricDef(
         "dram_bytes", "DRAM bytes", "byte", Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (
@@ -460,49 +461,46 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
             direct("dram__bytes_write.sum", group="dram_write", for_cc=_no_dram),
         ),
         Threshold(0.03, 65536.0),
-        description="Bytes read from and written to device memory (or one direction, when the "
-        "capture holds only that one; such a baseline compares only with that direction).",
     ),
+    # Kernel time under the profiler, of the fastest launch (clocks not locked: noisy, and the noise
+    # only ever adds time).
     MetricDef(
         "duration", "Duration", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0), aggregate=Aggregate.FASTEST,
-        description="Kernel time under the profiler, of the fastest launch (clocks not locked: "
-        "noisy, and the noise only ever adds time).",
     ),
+    # How often the kernel runs in one captured run: a redundant launch is a regression, fewer
+    # launches an improvement.
     MetricDef(
         "launches", "Launches per capture", "launch", Direction.HIGHER_IS_WORSE, Noise.EXACT,
         (Formula((), lambda values: 1.0, "launches of the kernel in each capture file",
                  "counters"),),
         _EXACT, aggregate=Aggregate.COUNT,
-        description="How often the kernel runs in one captured run: a redundant launch is a "
-        "regression, fewer launches an improvement.",
     ),
+    # The kernel's GPU time in one captured run: its launches times its fastest launch.
     MetricDef(
         "total_time", "Total GPU time per capture", "ns", Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (direct("gpu__time_duration.sum"),), Threshold(0.08, 1000.0), aggregate=Aggregate.SUM,
-        description="The kernel's GPU time in one captured run: its launches times its "
-        "fastest launch.",
     ),
+    # The stall reason with the largest share (not counting 'selected', which is issuing); a change
+    # counts when the new reason leads the old by more than the margin.
     MetricDef(
         "dominant_stall", "Dominant warp stall", "", Direction.ANY_CHANGE, Noise.NOISY,
         _stall_formulas(StallKind.DOMINANT), aggregate=Aggregate.DOMINANT, stall=StallKind.DOMINANT,
         check=CategoricalCheck(stable=True, margin=5.0),
-        description="The stall reason with the largest share (not counting 'selected', which "
-        "is issuing); a change counts when the new reason leads the old by more than the margin.",
     ),
+    # Speed-of-light compute throughput.
     MetricDef(
         "sm_throughput", "SM throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("sm__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
         default=False, aggregate=Aggregate.FASTEST, rate_of=("instructions_executed",),
-        description="Speed-of-light compute throughput.",
     ),
+    # Speed-of-light memory throughput (the busiest of DRAM, L2, L1).
     MetricDef(
         "memory_throughput", "Memory throughput", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
         (direct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),),
         Threshold(0.10, 2.0), default=False,
         aggregate=Aggregate.FASTEST,
         rate_of=("dram_bytes", "l2_sectors", "global_load_sectors", "global_store_sectors"),
-        description="Speed-of-light memory throughput (the busiest of DRAM, L2, L1).",
     ),
     MetricDef(
         "l1tex_throughput", "L1/TEX throughput", "%", Direction.ANY_CHANGE, Noise.NOISY,
@@ -514,10 +512,10 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
         (direct("lts__throughput.avg.pct_of_peak_sustained_elapsed"),), Threshold(0.10, 2.0),
         default=False, rate_of=("l2_sectors",),
     ),
+    # 32-byte sectors the L2 slices served: L2 traffic from every unit.
     MetricDef(
         "l2_sectors", "L2 sectors", "sector", Direction.HIGHER_IS_WORSE, Noise.NOISY,
         (direct("lts__t_sectors.sum"),), Threshold(0.02, 0.0),
-        description="32-byte sectors the L2 slices served: L2 traffic from every unit.",
     ),
     MetricDef(
         "l2_hit_rate", "L2 hit rate", "%", Direction.LOWER_IS_WORSE, Noise.NOISY,
@@ -530,20 +528,20 @@ CATALOG_LIST: tuple[MetricDef, ...] = (
                 "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"]),),
         _EXACT, default=False,
     ),
+    # Bytes a global load uses of the 32-byte sectors it fetches: 100% is coalesced whatever the
+    # access width.
     MetricDef(
         "global_load_efficiency", "Global load efficiency", "%",
         Direction.LOWER_IS_WORSE, Noise.EXACT,
         (direct(_BYTES_PER_SECTOR.format(op="ld"), scale=100 / 32),),
         Threshold(0.0, 0.1),
-        description="Bytes a global load uses of the 32-byte sectors it fetches: 100% is "
-        "coalesced whatever the access width.",
     ),
+    # Bytes a global store uses of the 32-byte sectors it writes.
     MetricDef(
         "global_store_efficiency", "Global store efficiency", "%",
         Direction.LOWER_IS_WORSE, Noise.EXACT,
         (direct(_BYTES_PER_SECTOR.format(op="st"), scale=100 / 32),),
         Threshold(0.0, 0.1),
-        description="Bytes a global store uses of the 32-byte sectors it writes.",
     ),
 )  # fmt: skip
 
@@ -573,6 +571,8 @@ def _refuse_non_stall(reason: str, prefix: str) -> None:
 
 
 def stall_share(reason: str) -> MetricDef:
+    # Share of '<reason>' among the stall reasons of the baseline's set (not selected, not
+    # not_selected). Zero-sum: one reason growing makes the others fall, so not in the default set.
     return MetricDef(
         f"{STALL_PREFIX}{reason}",
         f"Stall share: {reason}",
@@ -584,13 +584,13 @@ def stall_share(reason: str) -> MetricDef:
         default=False,
         stall=StallKind.SHARE,
         reason=reason,
-        description=f"Share of '{reason}' among the stall reasons of the baseline's set (not "
-        "selected, not not_selected). Zero-sum: one reason growing makes the others fall, so "
-        "not in the default set.",
     )
 
 
 def stall_cpi(reason: str) -> MetricDef:
+    # Cycles warps spent stalled on '<reason>' per instruction issued: the reason's value divided by
+    # 'selected' (the latency family's value as it is). Absolute: it does not fall when another
+    # reason grows.
     return MetricDef(
         f"{STALL_CPI_PREFIX}{reason}",
         f"Stall cycles per instruction: {reason}",
@@ -604,13 +604,11 @@ def stall_cpi(reason: str) -> MetricDef:
         rate_of=("instructions_executed",),
         stall=StallKind.CPI,
         reason=reason,
-        description=f"Cycles warps spent stalled on '{reason}' per instruction issued: the "
-        "reason's value divided by 'selected' (the latency family's value as it is). Absolute: "
-        "it does not fall when another reason grows.",
     )
 
 
 def raw_metric(name: str) -> MetricDef:
+    # A raw ncu metric, compared as it is.
     return MetricDef(
         name,
         name,
@@ -621,7 +619,6 @@ def raw_metric(name: str) -> MetricDef:
         Threshold(0.10, 0.0),
         default=False,
         raw=True,
-        description="A raw ncu metric, compared as it is.",
     )
 
 

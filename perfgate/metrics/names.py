@@ -1,7 +1,7 @@
 """Raw metric names that move between chips and ncu versions, and how to say that a gated
 metric is absent from a capture.
 
-ncu drops a metric name it does not know without a word (NCU_FACTS, seen on 2025.3.1: exit 0,
+ncu drops a metric name it does not know without a word (seen on ncu 2025.3.1: exit 0,
 no log line, the column simply absent), so perfgate names every gated metric a capture lacks,
 with the chip it was captured on and the names known to stand for the same quantity.
 """
@@ -29,7 +29,8 @@ ARCHITECTURES: dict[tuple[int, int], str] = {
     (12, 1): "GB10 (Blackwell)",
 }
 
-# Names that stand for the same quantity elsewhere (NCU_FACTS "Names that move between chips").
+# Names that stand for the same quantity on other chips or ncu versions: the first is
+# what ncu 2025 reports on GH100, the others what older versions or other chips call it.
 _ALTERNATIVES: tuple[tuple[str, ...], ...] = (
     (
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",

@@ -1,6 +1,6 @@
 """Warp stall reasons and the metric families ncu reports them in.
 
-One numerator, several families (NCU_FACTS; base names checked against GH100's
+One numerator, several families (base names checked against GH100's
 `ncu --query-metrics`, the CSV column adds the rollup or submetric):
 
 1. `smsp__warp_issue_stalled_<r>_per_warp_active.pct`: percent of active cycles (only when
@@ -43,7 +43,7 @@ ISSUING = "selected"
 NOT_STALLS = frozenset({ISSUING, "not_selected"})
 STALL_REASONS: tuple[str, ...] = tuple(r for r in REASONS if r not in NOT_STALLS)
 
-# Which reasons exist where (NCU_FACTS and GH100's metric list): gmma needs CC 9.0, imc_miss
+# Which reasons exist where (GH100's `ncu --query-metrics` list): gmma needs CC 9.0, imc_miss
 # CC <= 9.0; warpgroup_arrive is reported only by PC sampling, and PC sampling on sm_90 has
 # no gmma (seen in a --set full capture: warpgroup_arrive instead).
 _CC9_ONLY = {"gmma"}

@@ -11,26 +11,22 @@ import contextlib
 import enum
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Where Nsight Compute installs itself when it is not on PATH.
-NCU_FOLDERS = (
-    "/usr/local/cuda/bin/ncu",
-    "/usr/local/cuda-*/bin/ncu",
-    "/opt/nvidia/nsight-compute/*/ncu",
-    "/usr/local/NVIDIA-Nsight-Compute*/ncu",
-    "/opt/cuda/bin/ncu",
+from perfgate.ncu.machine import (
+    Gpu,
+    find_ncu,
+    gpus,
+    parse_ncu_version,
+    run_program,
 )
+
 NCU_INSTALL_FIX = (
     "install NVIDIA Nsight Compute (it comes with the CUDA toolkit, or alone from "
     "developer.nvidia.com/nsight-compute) and put its folder on PATH, or pass --ncu PATH"
 )
-_VERSION = re.compile(r"Version (\d+(?:\.\d+)+)")
-SMI_FIELDS = ("name", "compute_cap", "driver_version", "mig.mode.current")
 _CAP_SYS_ADMIN = 21
 _CAP_PERFMON = 38
 
@@ -48,82 +44,6 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
-
-
-@dataclass(frozen=True)
-class Gpu:
-    name: str
-    cc: str | None
-    driver: str | None
-    mig: str | None
-
-
-def _matches(pattern: str) -> list[str]:
-    root = Path("/")
-    found = (str(p) for p in root.glob(pattern.lstrip("/")))
-    return sorted(found, reverse=True)  # newest version folder first
-
-
-def find_ncu(ncu: str = "ncu") -> str | None:
-    """ncu's path: the one given (a path or a name on PATH), else the usual install folders."""
-    if os.sep in ncu:
-        return ncu if os.access(ncu, os.X_OK) and Path(ncu).is_file() else None
-    found = shutil.which(ncu)
-    if found:
-        return found
-    if ncu != "ncu":
-        return None
-    for pattern in NCU_FOLDERS:
-        for path in _matches(pattern):
-            if os.access(path, os.X_OK):
-                return path
-    return None
-
-
-def parse_ncu_version(text: str) -> str | None:
-    """ "2025.3.1.0" from `ncu --version`'s "Version 2025.3.1.0 (build 36398880) ..."."""
-    m = _VERSION.search(text)
-    return m.group(1) if m else None
-
-
-def parse_nvidia_smi(text: str) -> list[Gpu]:
-    """`nvidia-smi --query-gpu=name,compute_cap,driver_version,mig.mode.current
-    --format=csv,noheader`: one GPU a line."""
-    gpus = []
-    for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) != len(SMI_FIELDS) or not fields[0]:
-            continue
-
-        def known(value: str) -> str | None:
-            return None if value in ("", "[N/A]", "N/A", "[Not Supported]") else value
-
-        gpus.append(Gpu(fields[0], known(fields[1]), known(fields[2]), known(fields[3])))
-    return gpus
-
-
-def _run(cmd: Sequence[str], timeout: float = 60) -> tuple[int, str, str] | None:
-    try:
-        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def gpus() -> list[Gpu] | None:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    out = _run([smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader"])
-    return parse_nvidia_smi(out[1]) if out and out[0] == 0 else None
-
-
-def query_gpu() -> tuple[str | None, str | None, str | None]:
-    """(name, compute capability, driver) of the first GPU, Nones when unknown."""
-    found = gpus() or []
-    if not found:
-        return None, None, None
-    return found[0].name, found[0].cc, found[0].driver
 
 
 def parse_admin_only(params: str) -> bool | None:
@@ -201,7 +121,7 @@ def ncu_checks(ncu: str) -> tuple[list[Check], str | None]:
     path = find_ncu(ncu)
     if path is None:
         return [Check("ncu", Status.FAIL, f"ncu not found ({ncu!r})", NCU_INSTALL_FIX)], None
-    out = _run([path, "--version"])
+    out = run_program([path, "--version"])
     version = parse_ncu_version(out[1]) if out else None
     if version is None:
         return [

@@ -27,8 +27,8 @@ from perfgate.common.errors import CaptureError, UsageError
 from perfgate.common.fileio import write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
+from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
 
-Echo = Callable[[str], None]
 _POLL_S = 0.2
 
 
@@ -109,8 +109,6 @@ def _check_output_path(options: CaptureOptions, plan_inputs: list[str]) -> None:
 
 
 def _version(ncu: str) -> str | None:
-    from perfgate.ncu.doctor import parse_ncu_version
-
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         proc = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
         return parse_ncu_version(proc.stdout)
@@ -146,7 +144,6 @@ def run_capture(
 ) -> CaptureResult:
     """Profile `options.program` and write the capture, its log and its metadata."""
     from perfgate.metrics.names import describe_absent
-    from perfgate.ncu.doctor import find_ncu, query_gpu
 
     stream = err if err is not None else sys.stderr
     ncu = find_ncu(options.ncu)

@@ -4,13 +4,41 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from perfgate import __version__
-from perfgate.gate import ExplainResult
+from perfgate.causes.without_baseline import Diagnosis, ExplainResult
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import value
-from perfgate.reports.json_report import diagnosis_dict
-from perfgate.reports.markdown import cell, code
+from perfgate.reports.format import finite, value
+from perfgate.reports.markup import cell, code
+
+
+def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "kernel": d.kernel,
+        "name": d.name,
+        "launches": d.launches,
+        "quadrant": d.quadrant,
+        "findings": [
+            {
+                "rule": f.rule,
+                "title": f.title,
+                "detail": f.detail,
+                "lever": f.lever,
+                "evidence": [
+                    {
+                        "metric": e.metric,
+                        "value": finite(e.value),
+                        "unit": e.unit,
+                        "source": e.source,
+                    }
+                    for e in f.evidence
+                ],
+            }
+            for f in d.findings
+        ],
+        "not_evaluated": list(d.not_evaluated),
+    }
 
 
 def render_text(result: ExplainResult) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
-from perfgate.verdicts.model import KernelVerdict
+from perfgate.verdicts.model import CheckResult, KernelVerdict
 
 VERDICT = {
     State.PASS: "pass",
@@ -29,6 +29,9 @@ KERNEL_VERDICT = {
     KernelState.SKIPPED: "skipped",
     KernelState.ERROR: "error",
 }
+_QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
+
+
 _SCALES = {
     "ns": ((1e9, "s"), (1e6, "ms"), (1e3, "us")),
     "byte": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")),
@@ -151,3 +154,52 @@ def launches_text(v: KernelVerdict) -> str:
     if v.launches.baseline is None:
         return f"{now} launches"
     return f"{value(v.launches.baseline)} -> {now} launches per capture"
+
+
+def location(
+    result: CheckResult, verdict: KernelVerdict, files: Mapping[str, str] | None = None
+) -> tuple[str, int | None]:
+    """Where a kernel's finding belongs: its baseline file (repository-relative where `files`
+    says so) and the line of its entry there (None for a kernel new to the baseline)."""
+    path = (files or {}).get(result.baseline_path, result.baseline_path)
+    return path.replace("\\", "/"), verdict.line
+
+
+def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
+    label = KERNEL_VERDICT[v.state]
+    label = label if v.state in _QUIET else label.upper()
+    said = headline(v)
+    lines = [f"  {label:<11} {v.kernel}" + (f": {said}" if said else "")]
+    if v.state in _QUIET and not verbose:
+        return lines
+    pad = " " * 14
+    if v.matched_by in ("renamed", "reshaped") and v.message:
+        lines.append(f"{pad}matched as {v.message}")
+    shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
+    for cause in v.causes:
+        if cause is not shown_cause and v.state is not KernelState.MISSING:
+            lines.append(f"{pad}also {cause.kind.value}: {cause.title}: {cause.detail}")
+        if cause.evidence and v.state is not KernelState.MISSING:
+            lines.append(f"{pad}evidence: {evidence_text(cause)}")
+        if cause.explains:
+            follows = [c for c in v.failing if c.metric in cause.explains]
+            if follows:
+                lines.append(
+                    f"{pad}follows from it: "
+                    + ", ".join(f"{c.metric} {change(c) or c.current}" for c in follows)
+                )
+    unexplained = list(v.unexplained())
+    if not v.causes and unexplained and headline(v).startswith(comparison_line(unexplained[0])):
+        unexplained = unexplained[1:]  # already the headline
+    for c in unexplained:
+        lines.append(f"{pad}{comparison_line(c)}")
+    if v.state is not KernelState.PASS and v.captures:
+        lines.append(f"{pad}in {', '.join(v.captures)}")
+    return lines
+
+
+def finite(v: float | str | None) -> float | str | None:
+    """A value as JSON can hold it: NaN and infinity become None (null)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

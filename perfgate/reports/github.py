@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 from perfgate.judge.states import KernelState
-from perfgate.reports.format import counted, headline
-from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
+from perfgate.reports.format import counted, headline, location
+from perfgate.verdicts.model import KernelVerdict, Report
 
 Level = Literal["error", "warning"]
 
@@ -45,15 +45,6 @@ def escape_property(text: str) -> str:
 
 def _worst_first(v: KernelVerdict) -> tuple[int, int]:
     return _FAILING.index(v.state), -len(v.failing)
-
-
-def location(
-    result: CheckResult, verdict: KernelVerdict, files: Mapping[str, str] | None = None
-) -> tuple[str, int | None]:
-    """Where a kernel's finding belongs: its baseline file (repository-relative where `files`
-    says so) and the line of its entry there (None for a kernel new to the baseline)."""
-    path = (files or {}).get(result.baseline_path, result.baseline_path)
-    return path.replace("\\", "/"), verdict.line
 
 
 def _properties(file: str, line: int | None, title: str) -> str:

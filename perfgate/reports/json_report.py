@@ -3,40 +3,33 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from perfgate import __version__
 from perfgate.causes.model import RootCause
-from perfgate.causes.without_baseline import Diagnosis
 from perfgate.judge.comparison import Comparison
 from perfgate.judge.states import KernelState
+from perfgate.reports.format import finite
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 SCHEMA_ID = "https://github.com/perfgate/perfgate/schemas/result.schema.json"
 
 
-def _number(v: float | str | None) -> float | str | None:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None  # JSON has no NaN or infinity
-    return v
-
-
 def _shares(shares: Any) -> dict[str, float] | None:
     if shares is None:
         return None
-    return {k: x for k, v in shares.items() if (x := _number(v)) is not None}  # type: ignore[misc]
+    return {k: x for k, v in shares.items() if (x := finite(v)) is not None}  # type: ignore[misc]
 
 
 def _comparison(c: Comparison) -> dict[str, Any]:
     return {
         "metric": c.metric,
         "state": c.state.value,
-        "baseline": _number(c.baseline),
-        "current": _number(c.current),
+        "baseline": finite(c.baseline),
+        "current": finite(c.current),
         "unit": c.unit,
-        "change": _number(c.change),
-        "relative_change": _number(c.relative_change),
+        "change": finite(c.change),
+        "relative_change": finite(c.relative_change),
         "bound": c.bound,
         "message": c.message,
         "explained": c.explained,
@@ -56,8 +49,8 @@ def _cause(c: RootCause) -> dict[str, Any]:
         "evidence": [
             {
                 "metric": e.metric,
-                "before": _number(e.before),
-                "after": _number(e.after),
+                "before": finite(e.before),
+                "after": finite(e.after),
                 "unit": e.unit,
                 "raw": list(e.raw),
             }
@@ -79,37 +72,9 @@ def _verdict(v: KernelVerdict) -> dict[str, Any]:
         "captures": list(v.captures),
         "launches": None
         if v.launches is None
-        else {"baseline": _number(v.launches.baseline), "current": list(v.launches.current)},
+        else {"baseline": finite(v.launches.baseline), "current": list(v.launches.current)},
         "causes": [_cause(c) for c in v.causes],
         "comparisons": [_comparison(c) for c in v.comparisons],
-    }
-
-
-def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
-    return {
-        "kernel": d.kernel,
-        "name": d.name,
-        "launches": d.launches,
-        "quadrant": d.quadrant,
-        "findings": [
-            {
-                "rule": f.rule,
-                "title": f.title,
-                "detail": f.detail,
-                "lever": f.lever,
-                "evidence": [
-                    {
-                        "metric": e.metric,
-                        "value": _number(e.value),
-                        "unit": e.unit,
-                        "source": e.source,
-                    }
-                    for e in f.evidence
-                ],
-            }
-            for f in d.findings
-        ],
-        "not_evaluated": list(d.not_evaluated),
     }
 
 

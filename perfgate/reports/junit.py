@@ -28,9 +28,7 @@ from pathlib import Path
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from perfgate.judge.states import KernelState
-from perfgate.reports.format import headline
-from perfgate.reports.github import location
-from perfgate.reports.text import kernel_lines
+from perfgate.reports.format import headline, kernel_lines, location
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from perfgate.causes.model import CauseKind
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
-from perfgate.reports.escape import no_mentions
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
@@ -35,6 +34,7 @@ from perfgate.reports.format import (
     launches_text,
     value,
 )
+from perfgate.reports.markup import cell, code
 from perfgate.reports.summary import status_line
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
@@ -48,43 +48,9 @@ ICON = {
     KernelState.SKIPPED: "⏭️",
     KernelState.ERROR: "⚠️",
 }
-# ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
-_SPECIAL = set("&<>|*_`[]\\~#!{}$")
 PR_COMMENT_MARKER = "<!-- perfgate:pr-comment -->"
 STEP_SUMMARY_BUDGET = 1_000_000  # bytes; GitHub's limit is 1 MiB per step
 PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
-
-
-def cell(text: str) -> str:
-    """Text that renders literally inside a GFM table cell or inline HTML, mentioning no one
-    and linking nowhere (reports.escape)."""
-    out = []
-    for ch in no_mentions(text):
-        if ch in _SPECIAL:
-            out.append(f"&#{ord(ch)};")
-        elif ch in "\r\n\t":
-            out.append(" ")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-_BREAK_AFTER = set("_,:")
-_LONG = 32
-
-
-def code(text: str) -> str:
-    """Inline code; a long name gets <wbr> break points after '_', ',' and ':' so that a
-    cuDNN kernel name does not stretch a table past the page (copied text is unchanged)."""
-    if len(text) <= _LONG:
-        return f"<code>{cell(text)}</code>"
-    return (
-        "<code>"
-        + "".join(cell(ch) + ("<wbr>" if ch in _BREAK_AFTER else "") for ch in text)
-        + "</code>"
-    )
 
 
 # Three columns: GitHub's content column is about 900 px wide, and a seven-column table pushed

@@ -15,7 +15,7 @@ from perfgate.lifecycle.review import (
 )
 from perfgate.reports.escape import log_text, one_line
 from perfgate.reports.format import value
-from perfgate.reports.markdown import cell, code
+from perfgate.reports.markup import cell, code
 
 
 def _fingerprint_line(v: BaselineView) -> str:

@@ -5,51 +5,9 @@ from __future__ import annotations
 
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import (
-    KERNEL_VERDICT,
-    change,
-    comparison_line,
-    counted,
-    evidence_text,
-    headline,
-)
+from perfgate.reports.format import counted, kernel_lines
 from perfgate.reports.summary import status_line
-from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
-
-_QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
-
-
-def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
-    label = KERNEL_VERDICT[v.state]
-    label = label if v.state in _QUIET else label.upper()
-    said = headline(v)
-    lines = [f"  {label:<11} {v.kernel}" + (f": {said}" if said else "")]
-    if v.state in _QUIET and not verbose:
-        return lines
-    pad = " " * 14
-    if v.matched_by in ("renamed", "reshaped") and v.message:
-        lines.append(f"{pad}matched as {v.message}")
-    shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
-    for cause in v.causes:
-        if cause is not shown_cause and v.state is not KernelState.MISSING:
-            lines.append(f"{pad}also {cause.kind.value}: {cause.title}: {cause.detail}")
-        if cause.evidence and v.state is not KernelState.MISSING:
-            lines.append(f"{pad}evidence: {evidence_text(cause)}")
-        if cause.explains:
-            follows = [c for c in v.failing if c.metric in cause.explains]
-            if follows:
-                lines.append(
-                    f"{pad}follows from it: "
-                    + ", ".join(f"{c.metric} {change(c) or c.current}" for c in follows)
-                )
-    unexplained = list(v.unexplained())
-    if not v.causes and unexplained and headline(v).startswith(comparison_line(unexplained[0])):
-        unexplained = unexplained[1:]  # already the headline
-    for c in unexplained:
-        lines.append(f"{pad}{comparison_line(c)}")
-    if v.state is not KernelState.PASS and v.captures:
-        lines.append(f"{pad}in {', '.join(v.captures)}")
-    return lines
+from perfgate.verdicts.model import CheckResult, Report
 
 
 def _result_summary(result: CheckResult) -> str:

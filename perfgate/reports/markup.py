@@ -1,0 +1,41 @@
+"""Markdown and HTML text that renders literally: shared by every markdown reporter (check,
+explain, baseline show and diff)."""
+
+from __future__ import annotations
+
+from perfgate.reports.escape import no_mentions
+
+# ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
+_SPECIAL = set("&<>|*_`[]\\~#!{}$")
+
+
+def cell(text: str) -> str:
+    """Text that renders literally inside a GFM table cell or inline HTML, mentioning no one
+    and linking nowhere (reports.escape)."""
+    out = []
+    for ch in no_mentions(text):
+        if ch in _SPECIAL:
+            out.append(f"&#{ord(ch)};")
+        elif ch in "\r\n\t":
+            out.append(" ")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+_BREAK_AFTER = set("_,:")
+_LONG = 32
+
+
+def code(text: str) -> str:
+    """Inline code; a long name gets <wbr> break points after '_', ',' and ':' so that a
+    cuDNN kernel name does not stretch a table past the page (copied text is unchanged)."""
+    if len(text) <= _LONG:
+        return f"<code>{cell(text)}</code>"
+    return (
+        "<code>"
+        + "".join(cell(ch) + ("<wbr>" if ch in _BREAK_AFTER else "") for ch in text)
+        + "</code>"
+    )
