@@ -31,8 +31,6 @@ from perfgate.judge.states import KernelState, kernel_state
 from perfgate.reports import github, json_report, junit, markdown, text
 from perfgate.reports.format import headline
 from perfgate.verdicts.check import check
-
-ROOT = Path(__file__).resolve().parents[1]
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, Report
 from tests.conftest import ROOT, data
 
