@@ -8,7 +8,7 @@ from typing import Any
 
 from perfgate import __version__
 from perfgate.causes.model import RootCause
-from perfgate.causes.without_baseline import Diagnosis
+from perfgate.causes.without_baseline import CaptureDiagnosis
 from perfgate.judge.comparison import Comparison
 from perfgate.judge.states import KernelState
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
@@ -85,7 +85,7 @@ def _verdict(v: KernelVerdict) -> dict[str, Any]:
     }
 
 
-def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
+def diagnosis_dict(d: CaptureDiagnosis) -> dict[str, Any]:
     return {
         "kernel": d.kernel,
         "name": d.name,
