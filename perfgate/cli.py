@@ -74,7 +74,7 @@ def _guard(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _captures_option(help_text: str) -> Callable[[F], F]:
+def _capture_files_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--capture",
         "-c",
@@ -204,7 +204,9 @@ def run() -> None:
     help="Baseline YAML file, or a directory of them (one per GPU); repeatable. Each capture is "
     "judged by the baseline recorded on its GPU.",
 )
-@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
+@_capture_files_option(
+    "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
+)
 @click.option("--junit", "junit_path", type=click.Path(), help="Write JUnit XML here.")
 @click.option(
     "--markdown", "markdown_path", type=click.Path(),
@@ -313,7 +315,9 @@ def _to_stderr(text: str) -> None:
 
 
 @main.command("explain")
-@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
+@_capture_files_option(
+    "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
+)
 @_kernels_option
 @click.option(
     "--format",
@@ -338,7 +342,9 @@ def baseline_group() -> None:
 
 
 @baseline_group.command("record")
-@_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
+@_capture_files_option(
+    "Capture of the known-good build; repeat for several ncu runs (recommended: 3)."
+)
 @click.option("--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write.")
 @_kernels_option
 @click.option(
@@ -422,7 +428,9 @@ _output_option = click.option(
 
 @baseline_group.command("accept")
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
-@_captures_option("Capture of the build whose values are accepted; repeat for several ncu runs.")
+@_capture_files_option(
+    "Capture of the build whose values are accepted; repeat for several ncu runs."
+)
 @click.option("--reason", required=True, help="Why the change is intended (kept in the file).")
 @click.option(
     "--kernel", "-k", "kernels", multiple=True,
@@ -454,7 +462,7 @@ def accept_command(
 
 @baseline_group.command("update")
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
-@_captures_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
+@_capture_files_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
 @click.option(
     "--reason", help="Why; with a reason, kernels that regressed are taken too (and recorded "
     "as accepted).",

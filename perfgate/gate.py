@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from perfgate.baseline.dump import dump_baseline
 from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
-from perfgate.causes.without_baseline import Diagnosis, diagnose, raw_inputs
+from perfgate.causes.without_baseline import CaptureDiagnosis, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, PerfgateError, UsageError
 from perfgate.common.fileio import check_outputs, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
@@ -34,14 +34,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class CheckRequest:
     baselines: tuple[str, ...]  # files and directories of baselines
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     report_new_kernels: bool = True
     allow_other_gpu: bool = False  # one baseline may judge captures from another GPU
 
 
 @dataclass(frozen=True)
 class RecordRequest:
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     output: str
     settings: RecordSettings
     overwrite: bool = False  # replace an existing baseline (its hand edits are lost)
@@ -49,14 +49,14 @@ class RecordRequest:
 
 @dataclass(frozen=True)
 class ExplainRequest:
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     kernel_patterns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ExplainResult:
     capture_paths: tuple[str, ...]
-    diagnoses: tuple[Diagnosis, ...]
+    diagnoses: tuple[CaptureDiagnosis, ...]
     warnings: tuple[str, ...] = ()
 
 
@@ -88,7 +88,7 @@ def run_check(request: CheckRequest) -> Report:
     wanted: set[str] = raw_inputs()
     for baseline in baselines:
         wanted |= baseline.raw_metrics()
-    capture = read_captures(request.captures, MetricSelection(wanted))
+    capture = read_captures(request.capture_files, MetricSelection(wanted))
     check_values(capture)
     plan = assign(
         baselines, [not p.from_directory for p in paths], capture, request.allow_other_gpu
@@ -113,7 +113,7 @@ def run_record(request: RecordRequest) -> RecordResult:
             f"{request.output} -c CAPTURE..., or replace it with --overwrite",
             request.output,
         )
-    capture = read_captures(request.captures)
+    capture = read_captures(request.capture_files)
     check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
@@ -125,7 +125,7 @@ class EditRequest:
     """`baseline accept` and `baseline update`: new values from captures into a baseline."""
 
     baseline: str
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     reason: str | None = None
     kernel_patterns: tuple[str, ...] = ()  # accept: the kernels to take (default: regressed)
     add_new: bool = False  # take kernels new to the baseline too
@@ -148,9 +148,9 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
 
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
-    check_outputs([target], request.captures)
+    check_outputs([target], request.capture_files)
     baseline = load_baseline(request.baseline)
-    capture = read_captures(request.captures)
+    capture = read_captures(request.capture_files)
     check_values(capture)
     if accept:
         plan = plan_accept(baseline, capture, request.kernel_patterns, request.add_new)
@@ -192,7 +192,7 @@ def run_diff(before: str, after: str) -> BaselineDiff:
 
 
 def run_explain(request: ExplainRequest) -> ExplainResult:
-    capture = read_captures(request.captures, MetricSelection(raw_inputs()))
+    capture = read_captures(request.capture_files, MetricSelection(raw_inputs()))
     check_values(capture)
     launches = select(capture.launches, request.kernel_patterns)
     groups = group_launches(launches)
@@ -498,7 +498,7 @@ def run_check_command(
     try:
         check_outputs(
             [paths.junit, paths.markdown, paths.json, paths.pr_comment],
-            command.request.baselines + command.request.captures,
+            command.request.baselines + command.request.capture_files,
         )
         report = run_check(command.request)
     except PerfgateError as exc:
