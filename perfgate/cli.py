@@ -74,7 +74,7 @@ def _guard(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _captures_option(help_text: str) -> Callable[[F], F]:
+def _capture_files_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--capture",
         "-c",
@@ -204,7 +204,9 @@ def run() -> None:
     help="Baseline YAML file, or a directory of them (one per GPU); repeatable. Each capture is "
     "judged by the baseline recorded on its GPU.",
 )
-@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
+@_capture_files_option(
+    "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
+)
 @click.option("--junit", "junit_path", type=click.Path(), help="Write JUnit XML here.")
 @click.option(
     "--markdown", "markdown_path", type=click.Path(),
@@ -274,135 +276,48 @@ def check_command(
     allow_other_gpu: bool,
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed."""
-    from perfgate.common.fileio import check_outputs
     from perfgate.gate import (
+        CheckCommand,
         CheckRequest,
-        ReportOutputs,
+        ReportPaths,
         github_environment,
         parse_fail_on,
-        policy_exit_code,
-        report_files,
-        run_check,
-        write_reports,
-        write_step_outputs,
+        run_check_command,
     )
-    from perfgate.reports import github as github_report
-    from perfgate.reports import junit, text
-    from perfgate.verdicts.model import Report
 
     settings = _settings()
-    policy = parse_fail_on("never" if warn_only else fail_on)
-    gh = github_environment()
-    use_github = gh.active if github is None else github
-    outputs = ReportOutputs(
-        junit=junit_path, markdown=markdown_path, json=json_path, pr_comment=pr_comment_path,
-        step_summary=gh.step_summary if use_github else None,
-        github_output=gh.output if use_github else None,
-        repository_root=gh.workspace,
+    command = CheckCommand(
+        CheckRequest(
+            baselines,
+            captures,
+            report_new_kernels=not no_new_kernels,
+            allow_other_gpu=allow_other_gpu,
+        ),
+        policy=parse_fail_on("never" if warn_only else fail_on),
+        reports=ReportPaths(junit_path, markdown_path, json_path, pr_comment_path),
+        github=github,
         junit_locations=junit_locations,
-    )  # fmt: skip
-    level: github_report.Level = "error" if policy else "warning"
-
-    def annotate(report: Report) -> None:
-        # GitHub reads workflow commands from a step's stdout and stderr alike (the runner
-        # hands both streams to one command parser): they go to stderr, so that stdout stays
-        # exactly the format asked for. With --format github they are the stdout.
-        if use_github and fmt != "github":
-            files = report_files(report, gh.workspace)
-            click.echo(github_report.render(report, files, level), nl=False, err=True)
-
-    try:
-        check_outputs([junit_path, markdown_path, json_path, pr_comment_path], baselines + captures)
-        report = run_check(
-            CheckRequest(
-                baselines,
-                captures,
-                report_new_kernels=not no_new_kernels,
-                allow_other_gpu=allow_other_gpu,
-            )
-        )
-    except PerfgateError as exc:
-        # An output that is an input, or not a regular file, is never written to.
-        outputs = _without(outputs, exc.path)
-        # CI reads the reports, not stderr: say what went wrong there too, then fail.
-        problem = Report(problems=tuple(exc.lines()))
-        annotate(problem)
-        try:
-            write_reports(problem, outputs)
-            write_step_outputs(problem, outputs, exc.exit_code)
-        except PerfgateError as also:  # the report could not be written either: say both
-            _fail([*exc.lines(), *also.lines()], exc.exit_code)
-        raise
-    except Exception as exc:  # a bug: no report of an earlier run may stay to claim a result
-        _replace_stale(outputs, exc)
-        raise
-    code = policy_exit_code(report, policy)
-    try:
-        write_reports(report, outputs)
-    except PerfgateError:
-        raise
-    except Exception as exc:
-        _replace_stale(outputs, exc)
-        raise
-    write_step_outputs(report, outputs, code)
-    annotate(report)
-    if fmt == "text":
-        output = text.render(report, verbose)
-        if settings.quiet:
-            output = output.split("\n", 1)[0] + "\n"
-        if settings.colour:
-            from perfgate.reports.colour import paint
-
-            output = paint(output)
-    elif fmt == "github":
-        output = github_report.render(report, report_files(report, gh.workspace), level)
-    elif fmt == "junit":
-        files = report_files(report, gh.workspace)
-        output = junit.render(report, files, locations=junit_locations)
-    else:
-        output = REPORTERS[fmt].render(report)
-    # click strips escape codes from what is not a terminal unless told: colour was decided.
-    click.echo(output, nl=False, color=settings.colour and fmt == "text")
-    if code is not report.exit_code and not settings.quiet:
-        click.echo(
-            f"perfgate: the gate {'failed' if report.exit_code else 'passed'}; exit "
-            f"{int(code)} (--fail-on {','.join(sorted(p.value for p in policy)) or 'never'})",
-            err=True,
-        )
-    sys.exit(int(code))
-
-
-def _without(outputs: Any, path: str | None) -> Any:
-    """The report outputs less the one a problem is about (it may be an input)."""
-    from dataclasses import fields, replace
-
-    if path is None:
-        return outputs
-    return replace(
-        outputs, **{f.name: None for f in fields(outputs) if getattr(outputs, f.name) == path}
+        fmt=fmt,
+        verbose=verbose,
+        quiet=settings.quiet,
+        colour=settings.colour,
     )
+    outcome = run_check_command(command, github_environment(), _to_stderr)
+    # click strips escape codes from what is not a terminal unless told: colour was decided.
+    click.echo(outcome.stdout, nl=False, color=settings.colour and fmt == "text")
+    if outcome.policy_note:
+        click.echo(outcome.policy_note, err=True)
+    sys.exit(int(outcome.exit_code))
 
 
-def _replace_stale(outputs: Any, exc: Exception) -> None:
-    """After an internal error, each report file asked for says so, or is removed: a report
-    left from an earlier run must not read as this run's result."""
-    from dataclasses import replace
-
-    from perfgate.common.fileio import remove_stale
-    from perfgate.gate import write_reports
-    from perfgate.verdicts.model import Report
-
-    problem = Report(problems=(f"internal error: {type(exc).__name__}: {exc}",))
-    try:
-        write_reports(problem, replace(outputs, step_summary=None))
-    except Exception:  # the reporters themselves fail: leave no report at all
-        for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
-            if path:
-                remove_stale(path)
+def _to_stderr(text: str) -> None:
+    click.echo(text, nl=False, err=True)
 
 
 @main.command("explain")
-@_captures_option("ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs.")
+@_capture_files_option(
+    "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
+)
 @_kernels_option
 @click.option(
     "--format",
@@ -427,7 +342,9 @@ def baseline_group() -> None:
 
 
 @baseline_group.command("record")
-@_captures_option("Capture of the known-good build; repeat for several ncu runs (recommended: 3).")
+@_capture_files_option(
+    "Capture of the known-good build; repeat for several ncu runs (recommended: 3)."
+)
 @click.option("--output", "-o", required=True, type=click.Path(), help="Baseline YAML to write.")
 @_kernels_option
 @click.option(
@@ -511,7 +428,9 @@ _output_option = click.option(
 
 @baseline_group.command("accept")
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
-@_captures_option("Capture of the build whose values are accepted; repeat for several ncu runs.")
+@_capture_files_option(
+    "Capture of the build whose values are accepted; repeat for several ncu runs."
+)
 @click.option("--reason", required=True, help="Why the change is intended (kept in the file).")
 @click.option(
     "--kernel", "-k", "kernels", multiple=True,
@@ -543,7 +462,7 @@ def accept_command(
 
 @baseline_group.command("update")
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
-@_captures_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
+@_capture_files_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
 @click.option(
     "--reason", help="Why; with a reason, kernels that regressed are taken too (and recorded "
     "as accepted).",

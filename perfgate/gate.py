@@ -6,15 +6,16 @@ from __future__ import annotations
 import enum
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perfgate.baseline.dump import dump_baseline
 from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
-from perfgate.common.errors import ExitCode, UsageError
+from perfgate.common.errors import ExitCode, PerfgateError, UsageError
 from perfgate.common.exhaustive import never
 from perfgate.common.fileio import check_outputs, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
@@ -34,14 +35,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class CheckRequest:
     baselines: tuple[str, ...]  # files and directories of baselines
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     report_new_kernels: bool = True
     allow_other_gpu: bool = False  # one baseline may judge captures from another GPU
 
 
 @dataclass(frozen=True)
 class RecordRequest:
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     output: str
     settings: RecordSettings
     overwrite: bool = False  # replace an existing baseline (its hand edits are lost)
@@ -49,7 +50,7 @@ class RecordRequest:
 
 @dataclass(frozen=True)
 class ExplainRequest:
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     kernel_patterns: tuple[str, ...] = ()
 
 
@@ -81,7 +82,7 @@ def run_check(request: CheckRequest) -> Report:
     wanted: set[str] = raw_inputs()
     for baseline in baselines:
         wanted |= baseline.raw_metrics()
-    capture = read_captures(request.captures, MetricSelection(wanted))
+    capture = read_captures(request.capture_files, MetricSelection(wanted))
     check_values(capture)
     plan = assign(
         baselines, [not p.from_directory for p in paths], capture, request.allow_other_gpu
@@ -106,7 +107,7 @@ def run_record(request: RecordRequest) -> RecordResult:
             f"{request.output} -c CAPTURE..., or replace it with --overwrite",
             request.output,
         )
-    capture = read_captures(request.captures)
+    capture = read_captures(request.capture_files)
     check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
@@ -118,7 +119,7 @@ class EditRequest:
     """`baseline accept` and `baseline update`: new values from captures into a baseline."""
 
     baseline: str
-    captures: tuple[str, ...]
+    capture_files: tuple[str, ...]
     reason: str | None = None
     kernel_patterns: tuple[str, ...] = ()  # accept: the kernels to take (default: regressed)
     add_new: bool = False  # take kernels new to the baseline too
@@ -141,9 +142,9 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
 
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
-    check_outputs([target], request.captures)
+    check_outputs([target], request.capture_files)
     baseline = load_baseline(request.baseline)
-    capture = read_captures(request.captures)
+    capture = read_captures(request.capture_files)
     check_values(capture)
     if accept:
         plan = plan_accept(baseline, capture, request.kernel_patterns, request.add_new)
@@ -185,7 +186,7 @@ def run_diff(before: str, after: str) -> BaselineDiff:
 
 
 def run_explain(request: ExplainRequest) -> ExplainResult:
-    capture = read_captures(request.captures, MetricSelection(raw_inputs()))
+    capture = read_captures(request.capture_files, MetricSelection(raw_inputs()))
     check_values(capture)
     launches = select(capture.launches, request.kernel_patterns)
     groups = group_launches(launches)
@@ -372,3 +373,184 @@ def repository_paths(paths: tuple[str, ...], root: str) -> dict[str, str]:
             continue
         out[path] = relative.as_posix()
     return out
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """The report files `perfgate check` was asked to write; None: not written."""
+
+    junit: str | None = None
+    markdown: str | None = None
+    json: str | None = None
+    pr_comment: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckCommand:
+    """`perfgate check` as its options ask: what to check, what fails the build, where the
+    reports go and what stdout shows."""
+
+    request: CheckRequest
+    policy: frozenset[FailOn]
+    reports: ReportPaths = ReportPaths()
+    github: bool | None = None  # annotations and step files; None: when GITHUB_ACTIONS=true
+    junit_locations: bool = True
+    fmt: str = "text"  # what stdout shows: a name of perfgate.reports.REPORTERS
+    verbose: bool = False
+    quiet: bool = False  # text: the status line only
+    colour: bool = False
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    stdout: str
+    exit_code: ExitCode  # after --fail-on
+    # For stderr when --fail-on made the exit code other than the gate's verdict.
+    policy_note: str | None = None
+
+
+def _uses_github(command: CheckCommand, gh: GitHubEnvironment) -> bool:
+    return gh.active if command.github is None else command.github
+
+
+def report_outputs(command: CheckCommand, gh: GitHubEnvironment) -> ReportOutputs:
+    """Where a check writes: the files asked for, and GitHub's step files when on."""
+    use_github = _uses_github(command, gh)
+    paths = command.reports
+    return ReportOutputs(
+        junit=paths.junit, markdown=paths.markdown, json=paths.json, pr_comment=paths.pr_comment,
+        step_summary=gh.step_summary if use_github else None,
+        github_output=gh.output if use_github else None,
+        repository_root=gh.workspace,
+        junit_locations=command.junit_locations,
+    )  # fmt: skip
+
+
+def _github_commands(report: Report, policy: frozenset[FailOn], workspace: str) -> str:
+    """The report as GitHub workflow commands: errors when the gate fails the build,
+    warnings when --fail-on never."""
+    from perfgate.reports import github as github_report
+
+    level: github_report.Level = "error" if policy else "warning"
+    return github_report.render(report, report_files(report, workspace), level)
+
+
+class _ProblemUnreported(PerfgateError):
+    """A check's problem whose report could not be written either: both are said."""
+
+    def __init__(self, problem: PerfgateError, also: PerfgateError) -> None:
+        super().__init__(problem.message, problem.path, problem.problems)
+        self.exit_code = problem.exit_code
+        self._lines = [*problem.lines(), *also.lines()]
+
+    def lines(self) -> list[str]:
+        return self._lines
+
+
+def without_output(outputs: ReportOutputs, path: str | None) -> ReportOutputs:
+    """The report outputs less the one a problem is about (it may be an input)."""
+    if path is None:
+        return outputs
+    dropped: dict[str, Any] = {
+        f.name: None for f in fields(outputs) if getattr(outputs, f.name) == path
+    }
+    return replace(outputs, **dropped)
+
+
+def replace_stale_reports(outputs: ReportOutputs, exc: Exception) -> None:
+    """After an internal error, each report file asked for says so, or is removed: a report
+    left from an earlier run must not read as this run's result."""
+    from perfgate.common.fileio import remove_stale
+
+    problem = Report(problems=(f"internal error: {type(exc).__name__}: {exc}",))
+    try:
+        write_reports(problem, replace(outputs, step_summary=None))
+    except Exception:  # the reporters themselves fail: leave no report at all
+        for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
+            if path:
+                remove_stale(path)
+
+
+def run_check_command(
+    command: CheckCommand, gh: GitHubEnvironment, stderr: Callable[[str], None]
+) -> CheckOutcome:
+    """Check, write every report asked for, and give what stdout shows and the exit code.
+    GitHub annotations go to `stderr` once the report is written (stdout stays exactly the
+    format asked for). A problem with the input goes into the reports too, then is raised;
+    after a bug, no report of an earlier run is left to claim a result."""
+    outputs = report_outputs(command, gh)
+    # GitHub reads workflow commands from stdout and stderr alike; with --format github
+    # they are the stdout.
+    annotate = _uses_github(command, gh) and command.fmt != "github"
+    paths = command.reports
+    try:
+        check_outputs(
+            [paths.junit, paths.markdown, paths.json, paths.pr_comment],
+            command.request.baselines + command.request.capture_files,
+        )
+        report = run_check(command.request)
+    except PerfgateError as exc:
+        # An output that is an input, or not a regular file, is never written to.
+        outputs = without_output(outputs, exc.path)
+        # CI reads the reports, not stderr: say what went wrong there too, then fail.
+        problem = Report(problems=tuple(exc.lines()))
+        if annotate:
+            stderr(_github_commands(problem, command.policy, gh.workspace))
+        try:
+            write_reports(problem, outputs)
+            write_step_outputs(problem, outputs, exc.exit_code)
+        except PerfgateError as also:  # the report could not be written either: say both
+            raise _ProblemUnreported(exc, also) from also
+        raise
+    except Exception as exc:  # a bug: no report of an earlier run may stay to claim a result
+        replace_stale_reports(outputs, exc)
+        raise
+    code = policy_exit_code(report, command.policy)
+    try:
+        write_reports(report, outputs)
+    except PerfgateError:
+        raise
+    except Exception as exc:
+        replace_stale_reports(outputs, exc)
+        raise
+    write_step_outputs(report, outputs, code)
+    if annotate:
+        stderr(_github_commands(report, command.policy, gh.workspace))
+    return CheckOutcome(
+        stdout_report(report, command, gh.workspace),
+        code,
+        None if command.quiet else policy_note(report, code, command.policy),
+    )
+
+
+def stdout_report(report: Report, command: CheckCommand, workspace: str) -> str:
+    """What `perfgate check` prints on stdout in the format asked for."""
+    from perfgate.reports import junit, text
+
+    if command.fmt == "text":
+        output = text.render(report, command.verbose)
+        if command.quiet:
+            output = output.split("\n", 1)[0] + "\n"
+        if command.colour:
+            from perfgate.reports.colour import paint
+
+            output = paint(output)
+        return output
+    if command.fmt == "github":
+        return _github_commands(report, command.policy, workspace)
+    if command.fmt == "junit":
+        files = report_files(report, workspace)
+        return junit.render(report, files, locations=command.junit_locations)
+    from perfgate.reports import REPORTERS
+
+    return REPORTERS[command.fmt].render(report)
+
+
+def policy_note(report: Report, code: ExitCode, policy: frozenset[FailOn]) -> str | None:
+    """A line saying that --fail-on changed the exit code from the gate's verdict; None
+    when it did not."""
+    if code is report.exit_code:
+        return None
+    verdict = "failed" if report.exit_code else "passed"
+    asked = ",".join(sorted(p.value for p in policy)) or "never"
+    return f"perfgate: the gate {verdict}; exit {int(code)} (--fail-on {asked})"

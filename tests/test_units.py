@@ -7,7 +7,7 @@ import pytest
 import perfgate.ingest.names
 import perfgate.ingest.units
 from perfgate.ingest.units import (
-    Evidence,
+    FormatClue,
     NumberFormat,
     classify,
     decide_format,
@@ -37,22 +37,22 @@ def test_units_normalise_to_base(unit: str, base: str, factor: float) -> None:
 
 
 def test_number_evidence() -> None:
-    assert classify("1,398,314.67") is Evidence.POINT
-    assert classify("940.80") is Evidence.POINT  # two decimals: only the C reading fits
-    assert classify("27.595.520") is Evidence.COMMA
-    assert classify("65,77") is Evidence.COMMA
-    assert classify("65,536") is Evidence.AMBIGUOUS_COMMA
-    assert classify("65.536") is Evidence.AMBIGUOUS_DOT
-    assert classify("16") is Evidence.NONE
-    assert classify("PolicySpread") is Evidence.NONE
+    assert classify("1,398,314.67") is FormatClue.POINT
+    assert classify("940.80") is FormatClue.POINT  # two decimals: only the C reading fits
+    assert classify("27.595.520") is FormatClue.COMMA
+    assert classify("65,77") is FormatClue.COMMA
+    assert classify("65,536") is FormatClue.AMBIGUOUS_COMMA
+    assert classify("65.536") is FormatClue.AMBIGUOUS_DOT
+    assert classify("16") is FormatClue.NONE
+    assert classify("PolicySpread") is FormatClue.NONE
 
 
 def test_number_format_decision() -> None:
-    assert decide_format(Evidence.POINT | Evidence.AMBIGUOUS_COMMA) is NumberFormat.POINT
-    assert decide_format(Evidence.COMMA | Evidence.AMBIGUOUS_DOT) is NumberFormat.COMMA
-    assert decide_format(Evidence.AMBIGUOUS_COMMA) is NumberFormat.POINT  # C locale's integers
-    assert isinstance(decide_format(Evidence.POINT | Evidence.COMMA), str)  # mixed: refuse
-    assert isinstance(decide_format(Evidence.AMBIGUOUS_DOT), str)  # cannot tell: refuse
+    assert decide_format(FormatClue.POINT | FormatClue.AMBIGUOUS_COMMA) is NumberFormat.POINT
+    assert decide_format(FormatClue.COMMA | FormatClue.AMBIGUOUS_DOT) is NumberFormat.COMMA
+    assert decide_format(FormatClue.AMBIGUOUS_COMMA) is NumberFormat.POINT  # C locale's integers
+    assert isinstance(decide_format(FormatClue.POINT | FormatClue.COMMA), str)  # mixed: refuse
+    assert isinstance(decide_format(FormatClue.AMBIGUOUS_DOT), str)  # cannot tell: refuse
 
 
 def test_parse_number_both_locales() -> None:

@@ -22,7 +22,10 @@ from perfgate.metrics.measure import Measured
 
 
 @dataclass(frozen=True)
-class Evidence:
+class CitedValue:
+    """A capture's value that a finding rests on (a cause's Evidence has a before and an
+    after; this has only the capture's)."""
+
     metric: str  # logical metric name
     value: float | str
     unit: str
@@ -35,12 +38,15 @@ class Finding:
     title: str
     detail: str
     lever: str
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[CitedValue, ...]
     weight: int  # higher first
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class CaptureDiagnosis:
+    """One kernel of a capture diagnosed without a baseline (`perfgate explain`); the
+    differential perfgate.causes.Diagnosis it is made from compares two sides."""
+
     kernel: str
     name: str
     launches: int
@@ -60,7 +66,7 @@ class ExplainResult:
     """`perfgate explain`'s whole result, as its reporters (perfgate.reports.explain) take it."""
 
     capture_paths: tuple[str, ...]
-    diagnoses: tuple[Diagnosis, ...]
+    diagnoses: tuple[CaptureDiagnosis, ...]
     warnings: tuple[str, ...] = ()
 
 
@@ -101,7 +107,7 @@ def _finding(cause: RootCause, measured: dict[str, Measured]) -> Finding:
     for e in cause.evidence:
         m = measured.get(e.metric)
         if m is not None and e.after is not None:
-            cites.append(Evidence(e.metric, e.after, m.unit, m.source))
+            cites.append(CitedValue(e.metric, e.after, m.unit, m.source))
     return Finding(cause.mechanism, cause.title, cause.detail, cause.lever, tuple(cites),
                    round(cause.score))  # fmt: skip
 
@@ -113,7 +119,7 @@ def _quadrant(measured: dict[str, Measured]) -> str | None:
     return quadrant(sm.value, mem.value)
 
 
-def diagnose(kernel: str, launches: Sequence[Launch], columns: frozenset[str]) -> Diagnosis:
+def diagnose(kernel: str, launches: Sequence[Launch], columns: frozenset[str]) -> CaptureDiagnosis:
     measured = causes.measure_all(launches, columns, METRICS)
     current = causes.side_from_measured(launches, measured)
     family = family_of(current.name)
@@ -126,7 +132,7 @@ def diagnose(kernel: str, launches: Sequence[Launch], columns: frozenset[str]) -
         notes.insert(0, "speed-of-light quadrant: needs sm__throughput.avg.pct_of_peak_"
                      "sustained_elapsed, gpu__compute_memory_throughput.avg.pct_of_peak_"
                      "sustained_elapsed")  # fmt: skip
-    return Diagnosis(
+    return CaptureDiagnosis(
         kernel,
         current.name or kernel,
         len(launches),

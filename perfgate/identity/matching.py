@@ -2,14 +2,17 @@
 
 The order of trust: the exact name and launch shape; then, for entries still unmatched, the
 normalised name at the same shape where exactly one entry and one group are left (a renumbered
-lambda or Inductor kernel); then what is left is missing or new, and each missing kernel is
-paired with the new kernels that took its place: the same library family first, else the
-kernels that now run where it ran (between the baselined kernels launched before and after it).
+lambda or Inductor kernel); then, where one entry and one group of a normalised name are still
+left, the same kernel at another launch shape. What is left is missing or new, and each
+missing kernel is paired with the new kernels that took its place: itself at other shapes,
+else the same library family, else the kernels that now run where it ran (between the
+baselined kernels launched before and after it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.baseline.model import Baseline, KernelBaseline
@@ -56,80 +59,141 @@ def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGr
     return candidates[0]
 
 
-def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
-    result = Matching()
+def _pooled(entry: KernelBaseline, groups: Sequence[KernelGroup]) -> list[int]:
+    """An explicit match (a function or a regex) is a choice to pool every launch that fits:
+    each group whose first launch it matches, whichever pass or entry took the group too."""
+    return [
+        i
+        for i, group in enumerate(groups)
+        if all(entry.match.matches(la) for la in group.launches[:1])
+    ]
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What one pass decided: entry id -> (its groups, how they were matched) in baseline
+    order, every group index claimed so far, and the entries left to the next pass."""
+
+    taken: dict[str, tuple[list[KernelGroup], str]]
+    claimed: frozenset[int]
+    left: list[KernelBaseline]
+
+
+def _by_name(
+    entries: Sequence[KernelBaseline], groups: Sequence[KernelGroup], by_nvtx: bool
+) -> _Pass:
+    """Pass 1, the exact name and launch shape: each entry takes the first group still
+    unclaimed of its name and shape, or of several split by work, the class it recorded. An
+    explicit entry (function or regex) pools every group it matches, and is never left to a
+    later pass."""
+    taken: dict[str, tuple[list[KernelGroup], str]] = {}
     claimed: set[int] = set()
-    by_nvtx = baseline.by_nvtx
-    pending: list[KernelBaseline] = []
+    left: list[KernelBaseline] = []
     # Group indices by name, in order: a baseline of K kernels costs K lookups, not K x groups.
     by_name: dict[str, list[int]] = {}
     for i, group in enumerate(groups):
         by_name.setdefault(group.key.name, []).append(i)
-    for entry in baseline.kernels:
+    for entry in entries:
         if entry.match.explicit:
-            # function or regex: an explicit choice to pool every launch that fits.
-            taken = []
-            for i, group in enumerate(groups):
-                if all(entry.match.matches(la) for la in group.launches[:1]):
-                    taken.append(group)
-                    claimed.add(i)
-            if taken:
-                result.groups[entry.id] = taken
-                result.how[entry.id] = "regex" if entry.match.regex else "function"
+            pooled = _pooled(entry, groups)
+            claimed.update(pooled)
+            if pooled:
+                how = "regex" if entry.match.regex else "function"
+                taken[entry.id] = ([groups[i] for i in pooled], how)
             continue
         candidates = [
-            (i, groups[i])
+            i
             for i in by_name.get(entry.match.name or "", ())
             if i not in claimed and _same_shape(entry, groups[i], by_nvtx)
         ]
         if not candidates:
-            pending.append(entry)
+            left.append(entry)
             continue
-        chosen = _pick_work(entry, [g for _, g in candidates])
-        index = next(i for i, g in candidates if g is chosen)
-        claimed.add(index)
-        result.groups[entry.id] = [chosen]
-        result.how[entry.id] = "name"
-    # Renamed: the normalised name at the same shape, one entry to one group only.
-    still: list[KernelBaseline] = []
-    for entry in pending:
+        chosen = _pick_work(entry, [groups[i] for i in candidates])
+        claimed.add(next(i for i in candidates if groups[i] is chosen))
+        taken[entry.id] = ([chosen], "name")
+    return _Pass(taken, frozenset(claimed), left)
+
+
+def _one_to_one(
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    claimed: frozenset[int],
+    fits: Callable[[KernelBaseline, KernelGroup], bool],
+    how: Callable[[KernelBaseline, KernelGroup], str],
+) -> _Pass:
+    """Each entry whose normalised name no other of `entries` shares takes the one group
+    still unclaimed of that normalised name that `fits` it; with several of either, nothing
+    is guessed and the entry is left."""
+    taken: dict[str, tuple[list[KernelGroup], str]] = {}
+    now = set(claimed)
+    left: list[KernelBaseline] = []
+    rivals = Counter(normalise(e.match.name or "") for e in entries)
+    for entry in entries:
         norm = normalise(entry.match.name or "")
-        rivals = [e for e in pending if normalise(e.match.name or "") == norm]
         candidates = [
-            (i, g)
+            i
             for i, g in enumerate(groups)
-            if i not in claimed and g.key.normalised == norm and _same_shape(entry, g, by_nvtx)
+            if i not in now and g.key.normalised == norm and fits(entry, g)
         ]
-        if len(rivals) == 1 and len(candidates) == 1:
-            index, group = candidates[0]
-            claimed.add(index)
-            result.groups[entry.id] = [group]
-            result.how[entry.id] = f"renamed: was {entry.match.name}"
+        if rivals[norm] == 1 and len(candidates) == 1:
+            index = candidates[0]
+            now.add(index)
+            taken[entry.id] = ([groups[index]], how(entry, groups[index]))
         else:
-            still.append(entry)
-    # Reshaped: one entry and one group of a name left, at different launch shapes. The same
-    # kernel launched differently (a vectorised version with a quarter of the blocks, a new
-    # problem size): compare it and say the shape changed. With several of either left, a
-    # shape is never guessed: they stay missing and new.
-    missing: list[KernelBaseline] = []
-    for entry in still:
-        norm = normalise(entry.match.name or "")
-        rivals = [e for e in still if normalise(e.match.name or "") == norm]
-        candidates = [
-            (i, g) for i, g in enumerate(groups) if i not in claimed and g.key.normalised == norm
-        ]
-        if len(rivals) == 1 and len(candidates) == 1:
-            index, group = candidates[0]
-            claimed.add(index)
-            result.groups[entry.id] = [group]
-            result.how[entry.id] = (
-                f"reshaped: grid {entry.match.grid} block {entry.match.block} -> "
-                f"grid {group.key.grid} block {group.key.block}"
-            )
-        else:
-            missing.append(entry)
-    result.unclaimed = [g for i, g in enumerate(groups) if i not in claimed]
-    _pair_replacements(baseline, missing, result)
+            left.append(entry)
+    return _Pass(taken, frozenset(now), left)
+
+
+def _renamed(
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    claimed: frozenset[int],
+    by_nvtx: bool,
+) -> _Pass:
+    """Pass 2, renamed: the normalised name at the same shape, one entry to one group only
+    (a renumbered lambda or Inductor kernel)."""
+    return _one_to_one(
+        entries,
+        groups,
+        claimed,
+        lambda entry, group: _same_shape(entry, group, by_nvtx),
+        lambda entry, _: f"renamed: was {entry.match.name}",
+    )
+
+
+def _reshaped(
+    entries: Sequence[KernelBaseline], groups: Sequence[KernelGroup], claimed: frozenset[int]
+) -> _Pass:
+    """Pass 3, reshaped: one entry and one group of a normalised name left, at different
+    launch shapes. The same kernel launched differently (a vectorised version with a quarter
+    of the blocks, a new problem size): compare it and say the shape changed. With several
+    of either left, a shape is never guessed: they stay missing and new."""
+    return _one_to_one(
+        entries,
+        groups,
+        claimed,
+        lambda _entry, _group: True,
+        lambda entry, group: (
+            f"reshaped: grid {entry.match.grid} block {entry.match.block} -> "
+            f"grid {group.key.grid} block {group.key.block}"
+        ),
+    )
+
+
+def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
+    """The passes in their order of trust, each on what the one before left; then each
+    entry still unmatched is missing, and is paired with the new groups that took its place."""
+    exact = _by_name(baseline.kernels, groups, baseline.by_nvtx)
+    renamed = _renamed(exact.left, groups, exact.claimed, baseline.by_nvtx)
+    reshaped = _reshaped(renamed.left, groups, renamed.claimed)
+    result = Matching()
+    for taken in (exact.taken, renamed.taken, reshaped.taken):
+        for kernel, (matched, how) in taken.items():
+            result.groups[kernel] = matched
+            result.how[kernel] = how
+    result.unclaimed = [g for i, g in enumerate(groups) if i not in reshaped.claimed]
+    result.replaced_by = _replacements(baseline, reshaped.left, result)
     return result
 
 
@@ -142,37 +206,64 @@ def _first_index(result: Matching, kernel: str, source: str) -> int | None:
     return _position(result.launches(kernel), source)
 
 
-def _pair_replacements(baseline: Baseline, missing: list[KernelBaseline], result: Matching) -> None:
+def _same_kernel(name: str, unclaimed: Sequence[KernelGroup]) -> list[KernelGroup]:
+    """The new groups of the missing kernel's normalised name: itself at another shape."""
+    return [g for g in unclaimed if normalise(g.key.name) == normalise(name)]
+
+
+def _same_family(name: str, unclaimed: Sequence[KernelGroup]) -> tuple[list[KernelGroup], str]:
+    """The new groups of the missing kernel's library family, and why they are named: a
+    library picks its kernel at run time, so another of its kernels is a substitution."""
+    family = family_of(name)
+    if family is None:
+        return [], ""
+    kin = [g for g in unclaimed if family_of(g.key.name) == family]
+    return kin, f"another {family.name} kernel"
+
+
+def _launched_where(order: list[str], at: int, result: Matching, source: str) -> list[KernelGroup]:
+    """The new groups that now run where the missing kernel ran: after the nearest matched
+    kernel baselined before it and before the nearest one after it, in the first capture
+    file of the unclaimed groups. Nothing when it has no matched neighbour at all."""
+    before = next(
+        (i for k in reversed(order[:at]) if (i := _first_index(result, k, source)) is not None),
+        -1,
+    )
+    after = next(
+        (i for k in order[at + 1 :] if (i := _first_index(result, k, source)) is not None),
+        None,
+    )
+    if before < 0 and after is None:
+        return []
+    return [
+        g
+        for g in result.unclaimed
+        if (p := _position(g.launches, source)) is not None
+        and p > before
+        and (after is None or p < after)
+    ]
+
+
+def _replacements(
+    baseline: Baseline, missing: Sequence[KernelBaseline], result: Matching
+) -> dict[str, tuple[list[KernelGroup], str]]:
+    """Missing kernel id -> the new groups that took its place and why, by the first rule
+    that names any: the same kernel at another launch shape; a kernel of the same library
+    family (a substitution); the kernels launched where it used to run."""
     order = [k.id for k in baseline.kernels]
     source = result.unclaimed[0].launches[0].source if result.unclaimed else ""
+    replaced: dict[str, tuple[list[KernelGroup], str]] = {}
     for entry in missing:
         name = entry.name or entry.match.name or ""
-        same_name = [g for g in result.unclaimed if normalise(g.key.name) == normalise(name)]
-        if same_name:
-            result.replaced_by[entry.id] = (same_name, "the same kernel at another launch shape")
+        same = _same_kernel(name, result.unclaimed)
+        if same:
+            replaced[entry.id] = (same, "the same kernel at another launch shape")
             continue
-        family = family_of(name)
-        if family is not None:
-            kin = [g for g in result.unclaimed if family_of(g.key.name) == family]
-            if kin:
-                result.replaced_by[entry.id] = (kin, f"another {family.name} kernel")
-                continue
-        # What now runs where it ran: between the nearest matched neighbours in launch order.
-        at = order.index(entry.id)
-        before = next(
-            (i for k in reversed(order[:at]) if (i := _first_index(result, k, source)) is not None),
-            -1,
-        )
-        after = next(
-            (i for k in order[at + 1 :] if (i := _first_index(result, k, source)) is not None),
-            None,
-        )
-        window = [
-            g
-            for g in result.unclaimed
-            if (p := _position(g.launches, source)) is not None
-            and p > before
-            and (after is None or p < after)
-        ]
-        if window and (before >= 0 or after is not None):
-            result.replaced_by[entry.id] = (window, "launched where it used to run")
+        kin, why = _same_family(name, result.unclaimed)
+        if kin:
+            replaced[entry.id] = (kin, why)
+            continue
+        window = _launched_where(order, order.index(entry.id), result, source)
+        if window:
+            replaced[entry.id] = (window, "launched where it used to run")
+    return replaced

@@ -2,6 +2,11 @@
 
 Values are normalised at ingest (base units, no thousands separators), so everything after
 ingest works with plain floats and strings.
+
+"Capture" names three things, and names say which: a capture file (ncu's raw CSV page or
+.ncu-rep report; its path is a `capture_file`/`capture_path`), the in-memory `Capture` read
+from one or more of them (`read_captures`), and the `perfgate capture` command that runs ncu
+to write one (perfgate.ncu: `CaptureOptions`, `run_capture`).
 """
 
 from __future__ import annotations

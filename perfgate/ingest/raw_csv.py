@@ -23,7 +23,7 @@ from perfgate.ingest import ncu_log
 from perfgate.ingest.launches import Capture, Dim3, Launch, Value
 from perfgate.ingest.names import function_name
 from perfgate.ingest.units import (
-    Evidence,
+    FormatClue,
     NumberFormat,
     classify,
     decide_format,
@@ -526,7 +526,7 @@ def _first_line(exc: Exception) -> str:
 
 
 def _number_format(frame: pd.DataFrame, columns: list[str], path: str) -> NumberFormat:
-    evidence = Evidence.NONE
+    evidence = FormatClue.NONE
     for col in columns:
         for value in frame[col].unique():
             evidence |= classify(str(value))

@@ -78,7 +78,9 @@ _COMMA_RE = re.compile(r"^[+-]?(\d{1,3}(\.\d{3})+|\d+)(,\d+)?$")
 _PLAIN_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
-class Evidence(enum.Flag):
+class FormatClue(enum.Flag):
+    """What a value's text tells of the file's number format; a file's clues are or-ed."""
+
     NONE = 0
     POINT = enum.auto()  # only the C/en_US reading fits
     COMMA = enum.auto()  # only the European reading fits
@@ -86,32 +88,32 @@ class Evidence(enum.Flag):
     AMBIGUOUS_COMMA = enum.auto()  # "65,536": 65536 or 65.536
 
 
-def classify(text: str) -> Evidence:
+def classify(text: str) -> FormatClue:
     """What one value says about the file's number format."""
     point = bool(_POINT_RE.match(text))
     comma = bool(_COMMA_RE.match(text))
     if point and comma:
         if "," in text:
-            return Evidence.AMBIGUOUS_COMMA
+            return FormatClue.AMBIGUOUS_COMMA
         if "." in text:
-            return Evidence.AMBIGUOUS_DOT
-        return Evidence.NONE  # plain digits read the same either way
+            return FormatClue.AMBIGUOUS_DOT
+        return FormatClue.NONE  # plain digits read the same either way
     if point:
-        return Evidence.POINT
+        return FormatClue.POINT
     if comma:
-        return Evidence.COMMA
-    return Evidence.NONE
+        return FormatClue.COMMA
+    return FormatClue.NONE
 
 
-def decide_format(evidence: Evidence) -> NumberFormat | str:
+def decide_format(evidence: FormatClue) -> NumberFormat | str:
     """The number format the evidence allows, or a sentence saying why none can be chosen."""
-    if Evidence.POINT in evidence and Evidence.COMMA in evidence:
+    if FormatClue.POINT in evidence and FormatClue.COMMA in evidence:
         return "numbers are written in two different formats ('1,234.5' and '1.234,5')"
-    if Evidence.COMMA in evidence:
+    if FormatClue.COMMA in evidence:
         return NumberFormat.COMMA
-    if Evidence.POINT in evidence:
+    if FormatClue.POINT in evidence:
         return NumberFormat.POINT
-    if Evidence.AMBIGUOUS_DOT in evidence:
+    if FormatClue.AMBIGUOUS_DOT in evidence:
         # Only values like "65.536" and no value that settles it: 65.536 or 65536?
         # ncu's C locale writes fractions with 2 or 6 digits, so this shape is most likely a
         # European locale's thousands grouping; refuse rather than guess.

@@ -106,68 +106,102 @@ def measure(
     `reasons` pins the reason set (the baseline's `Measured.reasons`): shares are computed
     over exactly that set, and a reason the capture lacks makes the metric unavailable.
     `rows`: the same launches in a column table (perfgate.metrics.columns), asked first by the
-    metric's column_route."""
+    metric's column_route.
+
+    The routes, first that applies: no formula fits the capture (unavailable); a count or
+    total per capture file; the column table; a stall metric's per-launch shares; the other
+    metrics' per-launch values."""
     cc = rows.cc if rows is not None else next((la.cc for la in launches if la.cc), None)
-    if isinstance(columns, frozenset):
-        formula = _resolve(defn, columns, cc, group)
-    else:
-        formula = defn.resolve(columns, cc, group)
+    formula = _formula(defn, columns, cc, group)
     if formula is None:
-        version = cc_version(cc)
-        if version is not None and not any(f.for_cc(version) for f in defn.formulas):
-            return Unavailable(
-                defn.name, f"not measured on compute capability {cc}", architecture=True
-            )
-        candidates = defn.formulas_for(group) or defn.formulas
-        return Unavailable(
-            defn.name, _missing_reason(defn, group), candidates[0].inputs if candidates else ()
-        )
+        return _unresolved(defn, cc, group)
     if defn.per_capture:
         return _per_capture(defn, formula, launches)
     if rows is not None:
-        route = column_route(defn, columns, cc, group, reasons)
-        if route is not None:
-            stats = route.stats(rows.table)
-            if stats is not None and stats[rows.group][0]:
-                return route.measured(defn.name, stats[rows.group])
+        columnar = _from_columns(defn, columns, cc, group, reasons, rows)
+        if columnar is not None:
+            return columnar
     if defn.stall is not None and formula.family:
         family = FAMILY_BY_NAME[formula.family]
         return _stall(defn, formula, family, launches, columns, reasons, rows)
-    compute = formula.compute
-    values = [compute(launch.metrics) for launch in launches]
+    return _per_launch(defn, formula, launches)
+
+
+def _formula(
+    defn: MetricDef, columns: frozenset[str], cc: str | None, group: str | None
+) -> Formula | None:
+    # Only a frozenset is hashable for the cache; a caller may pass another set.
+    if isinstance(columns, frozenset):
+        return _resolve(defn, columns, cc, group)
+    return defn.resolve(columns, cc, group)
+
+
+def _unresolved(defn: MetricDef, cc: str | None, group: str | None) -> Unavailable:
+    """Why no formula of `defn` fits: none is for the capture's architecture at all, or
+    the capture lacks the raw metrics the formula (of the pinned group) needs."""
+    version = cc_version(cc)
+    if version is not None and not any(f.for_cc(version) for f in defn.formulas):
+        return Unavailable(defn.name, f"not measured on compute capability {cc}", architecture=True)
+    candidates = defn.formulas_for(group) or defn.formulas
+    return Unavailable(
+        defn.name, _missing_reason(defn, group), candidates[0].inputs if candidates else ()
+    )
+
+
+def _from_columns(
+    defn: MetricDef,
+    columns: frozenset[str],
+    cc: str | None,
+    group: str | None,
+    reasons: tuple[str, ...] | None,
+    rows: KernelRows,
+) -> Measured | None:
+    """The value from the column table by the metric's column_route; None where it has no
+    route, or no launch of the kernel has a value there (the per-launch path words why)."""
+    route = column_route(defn, columns, cc, group, reasons)
+    if route is None:
+        return None
+    stats = route.stats(rows.table)
+    if stats is None or not stats[rows.group][0]:
+        return None
+    return route.measured(defn.name, stats[rows.group])
+
+
+def _per_launch(
+    defn: MetricDef, formula: Formula, launches: Sequence[Launch]
+) -> Measured | Unavailable:
+    """The formula on each launch: the most common label of a MODE metric (or of a raw
+    metric ncu writes as text), else the median (or the best launch) of the numbers."""
+    values = [formula.compute(launch.metrics) for launch in launches]
     present = [v for v in values if v is not None]
-    unit = _unit(defn, launches)
     if not present:
         return Unavailable(
             defn.name, f"no launch has a value for {formula.text} (n/a or empty)", formula.inputs
         )
+    unit = _unit(defn, launches)
     if defn.aggregate is Aggregate.MODE:
-        labels = [str(v) for v in present]
-        top_label, _ = Counter(labels).most_common(1)[0]
-        return Measured(
-            defn.name, top_label, None, None, len(labels), formula.text, formula.group, unit
-        )
+        return _most_common(defn, formula, present, unit)
     numbers = [float(v) for v in present if isinstance(v, float)]
-    if not numbers:
-        texts = sorted({str(v) for v in present})
-        if defn.raw:
-            # A raw metric that ncu writes as text (launch__func_cache_config): compare as a label.
-            top_label, _ = Counter(str(v) for v in present).most_common(1)[0]
-            return Measured(
-                defn.name, top_label, None, None, len(present), formula.text, formula.group, unit
-            )
-        return Unavailable(
-            defn.name, f"the values are not numbers: {', '.join(texts[:3])}", formula.inputs
-        )
+    if numbers:
+        value = _best(defn, numbers) if defn.aggregate is Aggregate.FASTEST else _median(numbers)
+        return Measured(defn.name, value, min(numbers), max(numbers), len(numbers),
+                        formula.text, formula.group, unit)  # fmt: skip
+    if defn.raw:
+        # A raw metric that ncu writes as text (launch__func_cache_config): compare as a label.
+        return _most_common(defn, formula, present, unit)
+    texts = sorted({str(v) for v in present})
+    return Unavailable(
+        defn.name, f"the values are not numbers: {', '.join(texts[:3])}", formula.inputs
+    )
+
+
+def _most_common(
+    defn: MetricDef, formula: Formula, present: Sequence[object], unit: str
+) -> Measured:
+    """The label most launches read (the first of them on a tie)."""
+    top_label, _ = Counter(str(v) for v in present).most_common(1)[0]
     return Measured(
-        defn.name,
-        _best(defn, numbers) if defn.aggregate is Aggregate.FASTEST else _median(numbers),
-        min(numbers),
-        max(numbers),
-        len(numbers),
-        formula.text,
-        formula.group,
-        unit,
+        defn.name, top_label, None, None, len(present), formula.text, formula.group, unit
     )
 
 

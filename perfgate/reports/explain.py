@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from perfgate import __version__
-from perfgate.causes.without_baseline import Diagnosis, ExplainResult
+from perfgate.causes.without_baseline import CaptureDiagnosis, ExplainResult
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import finite, value
 from perfgate.reports.markup import cell, code
 
 
-def diagnosis_dict(d: Diagnosis) -> dict[str, Any]:
+def diagnosis_dict(d: CaptureDiagnosis) -> dict[str, Any]:
     return {
         "kernel": d.kernel,
         "name": d.name,
