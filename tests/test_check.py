@@ -276,3 +276,25 @@ def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
     assert _corroborate_stall_mix([flip, grown])[0].state is State.REGRESSED
     assert _corroborate_stall_mix([flip])[0].state is State.REGRESSED  # no stall_cpi gated
     assert _corroborate_stall_mix([forbidden, steady])[0].state is State.REGRESSED
+
+
+def test_a_direction_override_on_duration_does_not_make_a_slower_kernel_faster(
+    tmp_path: Path,
+) -> None:
+    # `direction: lower_is_worse` on duration makes a 31x slower kernel IMPROVED by the gate's
+    # judgement; the diagnosis must still read the numbers, not the state, for "faster".
+    def flip(doc: dict) -> None:  # type: ignore[type-arg]
+        k = next(k for k in doc["kernels"] if k["id"] == "zoo_atomics")
+        k["metrics"]["duration"]["threshold"]["direction"] = "lower_is_worse"
+
+    result = check(
+        load_baseline(_edited(tmp_path, flip)), read_capture(data("zoo-bad-short-run1.csv"))
+    )
+    atomics = next(v for v in result.verdicts if v.kernel == "zoo_atomics")
+    duration = next(c for c in atomics.comparisons if c.metric == "duration")
+    assert duration.state is State.IMPROVED and duration.change is not None
+    assert duration.change > 0  # the override is honoured: slower counts as better here
+    texts = [f"{c.title} {c.detail}" for c in atomics.causes]
+    assert not [t for t in texts if "faster" in t], texts
+    # No rate is explained away by a speed-up that did not happen.
+    assert not [c for c in atomics.comparisons if "got faster" in c.explained]

@@ -192,9 +192,10 @@ def _explain_rates(
     regression (a kernel reading half the bytes 20% faster uses less DRAM bandwidth)."""
     by_metric = {c.metric: c for c in comparisons}
     duration = by_metric.get("duration")
-    faster = duration is not None and duration.state is State.IMPROVED
+    # The change's sign, not the state alone: a baseline may override duration's direction.
+    faster = duration is not None and duration.state is State.IMPROVED and _fell(duration)
     # A slower kernel's rates are never explained away by its work: the time is the point.
-    slower = duration is not None and duration.state is State.REGRESSED
+    slower = duration is not None and duration.state is State.REGRESSED and not _fell(duration)
     out = []
     for c in comparisons:
         defn = lookup(c.metric)
@@ -214,6 +215,10 @@ def _explain_rates(
         else:
             out.append(c)
     return out
+
+
+def _fell(comparison: Comparison) -> bool:
+    return comparison.change is not None and comparison.change < 0
 
 
 def _corroborate_stall_mix(comparisons: list[Comparison]) -> list[Comparison]:
