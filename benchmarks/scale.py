@@ -55,7 +55,7 @@ elif kind == "bare-rep":
                 action.metric_by_name(name).value()
             rows += 1
 elif kind == "load":
-    from perfgate.baseline import load_baseline
+    from perfgate.baseline.load import load_baseline
     t = time.perf_counter()
     rows = len(load_baseline(args[0]).kernels)
 elif kind == "json":
