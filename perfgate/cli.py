@@ -279,13 +279,13 @@ def check_command(
         CheckRequest,
         ReportOutputs,
         github_environment,
-        parse_fail_on,
         policy_exit_code,
         report_files,
         run_check,
         write_reports,
         write_step_outputs,
     )
+    from perfgate.judge.policy import parse_fail_on
     from perfgate.reports import github as github_report
     from perfgate.reports import junit, text
     from perfgate.verdicts.model import Report

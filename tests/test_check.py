@@ -15,7 +15,8 @@ from perfgate.ingest import read_capture
 from perfgate.ingest.launches import merge
 from perfgate.judge.comparison import State
 from perfgate.judge.outcome import Outcome, numeric_outcome
-from perfgate.judge.states import KernelState, kernel_exit_code, worst_exit_code
+from perfgate.judge.policy import kernel_exit_code, worst_exit_code
+from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.thresholds import Direction
