@@ -281,9 +281,9 @@ def check_command(
         CheckRequest,
         ReportPaths,
         github_environment,
-        parse_fail_on,
         run_check_command,
     )
+    from perfgate.judge.policy import parse_fail_on
 
     settings = _settings()
     command = CheckCommand(

@@ -3,7 +3,6 @@ write the reports. The CLI builds the requests; this module never touches click.
 
 from __future__ import annotations
 
-import enum
 import os
 import re
 from collections.abc import Callable
@@ -16,10 +15,10 @@ from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, PerfgateError, UsageError
-from perfgate.common.exhaustive import never
 from perfgate.common.fileio import check_outputs, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
+from perfgate.judge.policy import FailOn, Meaning, meaning
 from perfgate.judge.states import KernelState
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
@@ -285,49 +284,13 @@ def _one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-class FailOn(enum.Enum):
-    """What fails the build (`--fail-on`); an empty set is warn-only."""
-
-    REGRESSION = "regression"
-    MISSING = "missing"
-
-
-def parse_fail_on(text: str) -> frozenset[FailOn]:
-    words = [w.strip() for w in text.split(",") if w.strip()]
-    if words == ["never"]:
-        return frozenset()
-    known = {f.value: f for f in FailOn}
-    wrong = [w for w in words if w not in known]
-    if wrong or not words:
-        raise UsageError(
-            f"--fail-on {text!r}: use regression, missing, both comma-separated, or never"
-        )
-    return frozenset(known[w] for w in words)
-
-
-def _fails(state: KernelState, policy: frozenset[FailOn]) -> bool:
-    if state is KernelState.REGRESSED:
-        return FailOn.REGRESSION in policy
-    if state is KernelState.MISSING or state is KernelState.INCOMPLETE:
-        return FailOn.MISSING in policy
-    if (
-        state is KernelState.PASS
-        or state is KernelState.IMPROVED
-        or state is KernelState.NEW
-        or state is KernelState.SKIPPED
-        or state is KernelState.ERROR  # decided as unusable input, not by the policy
-    ):
-        return False
-    never(state)
-
-
 def policy_exit_code(report: Report, policy: frozenset[FailOn]) -> ExitCode:
     """The exit code under --fail-on: a gate failure the policy does not fail on exits 0.
     Unusable input (exit 2) is never relaxed: the gate could not judge."""
     code = report.exit_code
     if code is not ExitCode.GATE_FAILED:
         return code
-    failing = any(_fails(v.state, policy) for v in report.verdicts)
+    failing = any(meaning(v.state, policy) is Meaning.FAILS for v in report.verdicts)
     return ExitCode.GATE_FAILED if failing else ExitCode.OK
 
 

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from perfgate.ingest import read_capture
-from perfgate.judge.outcome import Outcome, judge_numeric
+from perfgate.judge.outcome import Outcome, numeric_outcome
 from perfgate.lifecycle.calibrate import calibrate, time_floor
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
@@ -91,8 +91,8 @@ def test_a_three_run_baseline_passes_other_starts_and_catches_the_goal(
                 if other == start:
                     continue
                 for value in current.get(kernel, []):
-                    v = judge_numeric(mid, value, t, Direction.HIGHER_IS_WORSE, low=lo, high=hi)
-                    assert v.outcome is not Outcome.WORSE, (metric, kernel, start, other, value)
+                    v = numeric_outcome(mid, value, t, Direction.HIGHER_IS_WORSE, low=lo, high=hi)
+                    assert v is not Outcome.WORSE, (metric, kernel, start, other, value)
                     # Kernels of 10 us or more; DRAM bytes only where 3% is more than the
                     # absolute floor (init_random writes 40 KB: its bytes stay in L2).
                     # A baseline whose own runs spread widely gets a wider bound by design
@@ -103,8 +103,8 @@ def test_a_three_run_baseline_passes_other_starts_and_catches_the_goal(
                         and value * regression > t.absolute
                         and "floor" in cal.rule.rsplit(":", 1)[-1]
                     ):
-                        worse = judge_numeric(mid, value * (1 + regression), t,
+                        worse = numeric_outcome(mid, value * (1 + regression), t,
                                               Direction.HIGHER_IS_WORSE, low=lo, high=hi)  # fmt: skip
-                        assert worse.outcome is Outcome.WORSE, (metric, kernel, value)
+                        assert worse is Outcome.WORSE, (metric, kernel, value)
                         checked += 1
     assert checked > 0

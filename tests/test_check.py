@@ -9,13 +9,17 @@ import pytest
 import yaml
 
 from perfgate.baseline.dump import dump_baseline
-from perfgate.baseline.load import load_baseline
+from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import merge
 from perfgate.judge.comparison import State
-from perfgate.judge.states import KernelState, kernel_exit_code, worst_exit_code
+from perfgate.judge.outcome import Outcome, numeric_outcome
+from perfgate.judge.policy import kernel_exit_code, worst_exit_code
+from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.thresholds import Direction
 from perfgate.verdicts.check import check
 from tests.conftest import ROOT, data
 from tests.zoo.expectations import unmet
@@ -276,3 +280,65 @@ def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
     assert _corroborate_stall_mix([flip, grown])[0].state is State.REGRESSED
     assert _corroborate_stall_mix([flip])[0].state is State.REGRESSED  # no stall_cpi gated
     assert _corroborate_stall_mix([forbidden, steady])[0].state is State.REGRESSED
+
+
+def test_a_direction_override_on_duration_does_not_make_a_slower_kernel_faster(
+    tmp_path: Path,
+) -> None:
+    # `direction: lower_is_worse` on duration makes a 31x slower kernel IMPROVED by the gate's
+    # judgement; the diagnosis must still read the numbers, not the state, for "faster".
+    def flip(doc: dict) -> None:  # type: ignore[type-arg]
+        k = next(k for k in doc["kernels"] if k["id"] == "zoo_atomics")
+        k["metrics"]["duration"]["threshold"]["direction"] = "lower_is_worse"
+
+    result = check(
+        load_baseline(_edited(tmp_path, flip)), read_capture(data("zoo-bad-short-run1.csv"))
+    )
+    atomics = next(v for v in result.verdicts if v.kernel == "zoo_atomics")
+    duration = next(c for c in atomics.comparisons if c.metric == "duration")
+    assert duration.state is State.IMPROVED and duration.change is not None
+    assert duration.change > 0  # the override is honoured: slower counts as better here
+    texts = [f"{c.title} {c.detail}" for c in atomics.causes]
+    assert not [t for t in texts if "faster" in t], texts
+    # No rate is explained away by a speed-up that did not happen.
+    assert not [c for c in atomics.comparisons if "got faster" in c.explained]
+
+
+_OUTCOME_STATE = {Outcome.WITHIN: State.PASS, Outcome.WORSE: State.REGRESSED,
+                  Outcome.BETTER: State.IMPROVED}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["file", "own"])
+@pytest.mark.parametrize("direction", list(Direction))
+def test_a_direction_override_is_judged_on_every_route(where: str, direction: Direction) -> None:
+    """Every numeric metric given `direction:` (file-wide or its own threshold), checked on a
+    capture whose kernels all pass (the passing-kernel route) and one where they moved (the
+    metric-by-metric route): each comparison is the state numeric_outcome gives that
+    direction, worked out here from the baseline entry itself."""
+    doc = yaml.safe_load((BASELINES / "zoo.yaml").read_text())
+    numeric = {m for k in doc["kernels"] for m in k["metrics"] if not lookup(m).categorical}
+    if where == "file":
+        doc["thresholds"] = {m: {"direction": direction.value} for m in numeric}
+    else:
+        for k in doc["kernels"]:
+            for m, entry in k["metrics"].items():
+                if m in numeric:
+                    entry.setdefault("threshold", {})["direction"] = direction.value
+    baseline = parse_baseline(yaml.safe_dump(doc, sort_keys=False), "zoo.yaml")
+    judged = 0
+    for capture in ("zoo-good-short-run1.csv", "zoo-bad-short-run1.csv"):
+        for v in check(baseline, read_capture(data(capture))).verdicts:
+            entries = {k.id: k for k in baseline.kernels}[v.kernel].metrics
+            for c in v.comparisons:
+                if c.metric not in numeric or c.explained or not isinstance(c.current, float):
+                    continue
+                m = next(m for m in entries if m.name == c.metric)
+                t = lookup(m.name).threshold.merged(baseline.thresholds.get(m.name))
+                t = t.merged(m.threshold)
+                assert t.direction is direction
+                ranged = m.calibration is None or m.threshold is None
+                want = numeric_outcome(float(m.value), c.current, t, direction,
+                                       m.low if ranged else None, m.high if ranged else None)  # fmt: skip
+                assert c.state is _OUTCOME_STATE[want], (capture, v.kernel, c)
+                judged += 1
+    assert judged > 300

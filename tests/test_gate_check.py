@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgate.common.errors import ExitCode
-from perfgate.gate import FailOn, ReportOutputs, policy_note, without_output
+from perfgate.gate import ReportOutputs, policy_note, without_output
+from perfgate.judge.policy import FailOn
 from perfgate.verdicts.model import Report
 
 

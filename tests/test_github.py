@@ -16,8 +16,9 @@ import pytest
 import xmlschema
 
 from perfgate.baseline.load import load_baseline
-from perfgate.gate import FailOn, parse_fail_on, policy_exit_code, repository_paths
+from perfgate.gate import policy_exit_code, repository_paths
 from perfgate.ingest import read_capture
+from perfgate.judge.policy import FailOn, parse_fail_on
 from perfgate.judge.states import KernelState
 from perfgate.reports import github, junit
 from perfgate.verdicts.check import check

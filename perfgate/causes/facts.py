@@ -81,8 +81,13 @@ def ev(delta: KernelDelta, *metrics: str) -> tuple[Evidence, ...]:
 
 
 def _beyond_noise(delta: KernelDelta, metric: str, sign: int) -> bool | None:
+    # The gate's state says which way under the metric's direction, which a baseline may
+    # override: "faster" is the sign of the change itself.
     state = State.IMPROVED if sign < 0 else State.REGRESSED
-    if any(c.metric == metric and c.state is state for c in delta.comparisons):
+    if any(
+        c.metric == metric and c.state is state and (c.change or 0.0) * sign > 0
+        for c in delta.comparisons
+    ):
         return True
     a, b = num(delta.baseline, metric), num(delta.current, metric)
     if a is None or b is None or a <= 0:

@@ -21,7 +21,6 @@ from perfgate.metrics.thresholds import (
     CategoricalCheck,
     Direction,
     Threshold,
-    describe_bound,
 )
 
 # Values read from text carry float noise; a change below this share of the value is none.
@@ -34,35 +33,6 @@ class Outcome(enum.Enum):
     BETTER = "better"
 
 
-@dataclass(frozen=True)
-class NumericVerdict:
-    outcome: Outcome
-    change: float
-    relative_change: float | None  # None when the baseline is 0
-    bound: str
-
-
-def judge_numeric(
-    baseline: float,
-    current: float,
-    threshold: Threshold,
-    direction: Direction,
-    unit: str = "",
-    low: float | None = None,
-    high: float | None = None,
-) -> NumericVerdict:
-    """Compare one value against its baseline under `threshold`.
-
-    `baseline` is the baseline's median; `low` and `high` the range its launches covered.
-    The reported change is from the median; the judgement is from the range's edge.
-    """
-    direction = threshold.direction or direction
-    outcome = numeric_outcome(baseline, current, threshold, direction, low, high)
-    change = current - baseline
-    relative = change / abs(baseline) if baseline else None
-    return NumericVerdict(outcome, change, relative, describe_bound(threshold, direction, unit))
-
-
 def numeric_outcome(
     baseline: float,
     current: float,
@@ -71,8 +41,12 @@ def numeric_outcome(
     low: float | None = None,
     high: float | None = None,
 ) -> Outcome:
-    """judge_numeric()'s outcome alone, `direction` already the threshold's own where it has
-    one: a check judges 35,000 values and words each bound once (perfgate.verdicts.check)."""
+    """Compare one value against its baseline under `threshold`, `direction` already the
+    threshold's own where it has one (perfgate.judge.comparison.compare_metric, the one caller
+    that judges a metric, resolves it).
+
+    `baseline` is the baseline's median; `low` and `high` the range its launches covered:
+    the judgement is from the range's edge."""
     low = baseline if low is None else min(low, baseline)
     high = baseline if high is None else max(high, baseline)
     slack = _EPSILON * max(1.0, abs(baseline))

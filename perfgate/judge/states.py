@@ -1,4 +1,5 @@
-"""The state one kernel ends in, from its comparisons, and what a state means for the build.
+"""The state one kernel ends in, from its comparisons (what a state means for the build:
+perfgate.judge.policy).
 
 Like asv compare, every comparison ends in an explicit state and the exit code follows from the
 states alone."""
@@ -7,13 +8,11 @@ from __future__ import annotations
 
 import enum
 
-from perfgate.common.errors import ExitCode
-from perfgate.common.exhaustive import never
 from perfgate.judge.comparison import Comparison, State
 
 
 class KernelState(enum.Enum):
-    """The state one kernel ends in; the exit code follows from these alone."""
+    """The state one kernel ends in; the exit code follows from these alone (judge.policy)."""
 
     PASS = "pass"  # noqa: S105
     IMPROVED = "improved"  # something got better, nothing worse
@@ -36,32 +35,6 @@ SEVERITY: tuple[KernelState, ...] = (
     KernelState.SKIPPED,
     KernelState.PASS,
 )
-
-
-def kernel_exit_code(state: KernelState) -> ExitCode:
-    """What one kernel's state means for the build. Exhaustive: mypy flags a state left out."""
-    if state is KernelState.PASS or state is KernelState.IMPROVED or state is KernelState.NEW:
-        return ExitCode.OK
-    if state is KernelState.SKIPPED:
-        return ExitCode.OK  # a check where every kernel is skipped fails as a whole (Report)
-    if (
-        state is KernelState.REGRESSED
-        or state is KernelState.MISSING
-        or state is KernelState.INCOMPLETE
-    ):
-        return ExitCode.GATE_FAILED
-    if state is KernelState.ERROR:
-        return ExitCode.INPUT_ERROR
-    never(state)
-
-
-def worst_exit_code(codes: list[ExitCode]) -> ExitCode:
-    worst = ExitCode.OK
-    for code in codes:
-        # An input error outranks a gate failure: the gate could not judge.
-        if code is ExitCode.INPUT_ERROR or (code is ExitCode.GATE_FAILED and worst is ExitCode.OK):
-            worst = code
-    return worst
 
 
 def kernel_state(comparisons: tuple[Comparison, ...] | list[Comparison]) -> KernelState:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from perfgate.baseline.fingerprint import Fingerprint
 from perfgate.baseline.model import Baseline, HistoryEntry, KernelBaseline, MetricBaseline
-from perfgate.judge.outcome import Outcome, judge_numeric
+from perfgate.judge.comparison import State, compare_metric, merged_bounds
 from perfgate.lifecycle.plan import threshold_is_perfgates
 from perfgate.metrics.thresholds import describe_bound
-from perfgate.verdicts.check import bounds
 
 Value = float | str
 
@@ -52,10 +51,8 @@ def bound_text(baseline: Baseline, metric: MetricBaseline) -> str:
     defn = metric.definition
     if defn.categorical:
         return "categorical"
-    threshold, _ = bounds(defn, metric, baseline)
-    return describe_bound(
-        threshold, threshold.direction or defn.direction, metric.unit or defn.unit
-    )
+    judged_by = merged_bounds(defn, metric, baseline)
+    return describe_bound(judged_by.threshold, judged_by.direction, metric.unit or defn.unit)
 
 
 def _metric_view(baseline: Baseline, metric: MetricBaseline) -> MetricView:
@@ -166,11 +163,9 @@ def _kernel_change(
         unit = (y or x).unit or (y or x).definition.unit  # type: ignore[union-attr]
         beyond = True
         if x and y and isinstance(x.value, float) and isinstance(y.value, float):
-            threshold, _ = bounds(x.definition, x, a)
-            verdict = judge_numeric(
-                x.value, y.value, threshold, x.definition.direction, unit, x.low, x.high
-            )
-            beyond = verdict.outcome is not Outcome.WITHIN or before_bound != after_bound
+            defn = x.definition
+            moved = compare_metric(ka.id, x, defn, y.value, unit, merged_bounds(defn, x, a))
+            beyond = moved.state is not State.PASS or before_bound != after_bound
         changes.append(
             MetricChange(
                 name,

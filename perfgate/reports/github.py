@@ -20,19 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from perfgate.judge.states import KernelState
+from perfgate.judge.policy import Meaning, meaning
+from perfgate.judge.policy import failing as needs_attention
+from perfgate.judge.states import SEVERITY
 from perfgate.reports.format import counted, headline, location
 from perfgate.verdicts.model import KernelVerdict, Report
 
 Level = Literal["error", "warning"]
 
 MAX_ERRORS = 10
-_FAILING = (
-    KernelState.ERROR,
-    KernelState.REGRESSED,
-    KernelState.MISSING,
-    KernelState.INCOMPLETE,
-)
 
 
 def escape_data(text: str) -> str:
@@ -44,7 +40,8 @@ def escape_property(text: str) -> str:
 
 
 def _worst_first(v: KernelVerdict) -> tuple[int, int]:
-    return _FAILING.index(v.state), -len(v.failing)
+    # What blocks a merge first (judge.states.SEVERITY), then the most failing metrics.
+    return SEVERITY.index(v.state), -len(v.failing)
 
 
 def _properties(file: str, line: int | None, title: str) -> str:
@@ -61,14 +58,14 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
         for p in report.problems
     ]
     failing = sorted(
-        ((r, v) for r in report.results for v in r.verdicts if v.state in _FAILING),
+        ((r, v) for r in report.results for v in r.verdicts if needs_attention(v.state)),
         key=lambda rv: _worst_first(rv[1]),
     )
     room = max(MAX_ERRORS - len(lines), 0)
     for result, v in failing[:room]:
         file, line = location(result, v, files)
         props = _properties(file, line, f"perfgate: {v.kernel} {v.state.value}")
-        kind = "error" if v.state is KernelState.ERROR else level
+        kind = "error" if meaning(v.state) is Meaning.INPUT_ERROR else level
         lines.append(f"::{kind} {props}::{escape_data(headline(v))}")
     rest = len(failing) - room
     if rest > 0:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import headline, kernel_lines, location
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
@@ -43,15 +44,16 @@ def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestC
     where = [f"baseline entry: {file}:{line}"] if line is not None else []
     detail = "\n".join([v.name, *(text.strip() for text in kernel_lines(v, verbose=True)), *where])
     message = headline(v)
-    if v.state in (KernelState.REGRESSED, KernelState.MISSING, KernelState.INCOMPLETE):
+    means = meaning(v.state)  # what the state means for the build: judge.policy's table
+    if means is Meaning.FAILS:
         case.add_failure_info(message=message, output=detail, failure_type=v.state.value)
-    elif v.state is KernelState.ERROR:
+    elif means is Meaning.INPUT_ERROR:
         case.add_error_info(message=message, output=detail, error_type="error")
     elif v.state is KernelState.NEW:
         case.add_skipped_info(message=f"new kernel: {message}", output=v.name)
     elif v.state is KernelState.SKIPPED:
         case.add_skipped_info(message=message or "skipped", output=detail)
-    else:  # pass, improved
+    else:  # passes: pass, improved
         case.stdout = detail
     return case
 

@@ -12,16 +12,20 @@ from typing import Any, NamedTuple
 from perfgate import causes as differential
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
-from perfgate.common.frozen import maker
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.identity.matching import Matching, match
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.ingest.names import short_name
-from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.outcome import Outcome, judge_categorical, numeric_outcome
+from perfgate.judge.comparison import (
+    Bounds,
+    Comparison,
+    State,
+    compare_metric,
+    merged_bounds,
+)
 from perfgate.judge.states import KernelState, kernel_state
-from perfgate.metrics.catalog import Aggregate, MetricDef, lookup
+from perfgate.metrics.catalog import MetricDef, lookup
 from perfgate.metrics.columns import KernelRows, LaunchTable, Stats
 from perfgate.metrics.measure import (
     ColumnRoute,
@@ -32,7 +36,7 @@ from perfgate.metrics.measure import (
     rule_speedups,
 )
 from perfgate.metrics.names import absent_note
-from perfgate.metrics.thresholds import CategoricalCheck, Direction, Threshold, describe_bound
+from perfgate.metrics.thresholds import describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
 
 
@@ -42,38 +46,18 @@ class CheckSettings:
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def bounds(
-    defn: MetricDef, metric: MetricBaseline, baseline: Baseline
-) -> tuple[Threshold, CategoricalCheck]:
-    """Catalog default, then the file's `thresholds:`, then the metric's own override."""
-    threshold = defn.threshold.merged(baseline.thresholds.get(defn.name)).merged(metric.threshold)
-    check = (defn.check or _NO_CHECK).merged(baseline.checks.get(defn.name))
-    return threshold, check.merged(metric.check)
-
-
-_NO_CHECK = CategoricalCheck()
-
 # A metric without its own override has the bounds of its name in its baseline: a check of
 # 1,000 kernels asks the same few dozen 37,000 times. One per check() call.
-_Bounds = dict[str, tuple[Threshold, CategoricalCheck]]
+_Bounds = dict[str, Bounds]
 
 
-def _bounds(
-    defn: MetricDef, metric: MetricBaseline, baseline: Baseline, memo: _Bounds
-) -> tuple[Threshold, CategoricalCheck]:
+def _bounds(defn: MetricDef, metric: MetricBaseline, baseline: Baseline, memo: _Bounds) -> Bounds:
     if metric.threshold is not None or metric.check is not None:
-        return bounds(defn, metric, baseline)
+        return merged_bounds(defn, metric, baseline)
     hit = memo.get(defn.name)
     if hit is None:
-        hit = memo[defn.name] = bounds(defn, metric, baseline)
+        hit = memo[defn.name] = merged_bounds(defn, metric, baseline)
     return hit
-
-
-_NUMERIC_STATE = {
-    Outcome.WITHIN: State.PASS,
-    Outcome.WORSE: State.REGRESSED,
-    Outcome.BETTER: State.IMPROVED,
-}
 
 
 def _measure(
@@ -109,79 +93,16 @@ def _compare_metric(
         return Comparison(
             kernel.id, metric.name, state, metric.value, unit=defn.unit, message=message
         ), None
-    threshold, check = (
-        bounds(defn, metric, baseline) if memo is None else _bounds(defn, metric, baseline, memo)
+    judged_by = (
+        merged_bounds(defn, metric, baseline)
+        if memo is None
+        else _bounds(defn, metric, baseline, memo)
     )
-    if defn.categorical or isinstance(metric.value, str) or isinstance(measured.value, str):
-        base = Comparison(kernel.id, metric.name, State.PASS, metric.value, unit=defn.unit)
-        return _compare_categorical(defn, metric, measured, check, base), measured
-    # A calibrated bound already covers the spread of the runs it came from: judge from the
-    # median. A default bound is judged from the edge of the recorded launches' range.
-    calibrated = metric.calibration is not None and metric.threshold is not None
-    before, current = float(metric.value), float(measured.value)
-    direction = threshold.direction or defn.direction
-    outcome = numeric_outcome(
-        before,
-        current,
-        threshold,
-        direction,
-        None if calibrated else metric.low,
-        None if calibrated else metric.high,
-    )
-    change = current - before
-    # Built once, not as a replace() of a first draft: a check of 1,000 kernels makes 37,000.
-    return _comparison(
-        kernel=kernel.id,
-        metric=metric.name,
-        # An enum's hash is Python code: the common answer first.
-        state=State.PASS if outcome is Outcome.WITHIN else _NUMERIC_STATE[outcome],
-        baseline=metric.value,
-        current=measured.value,
-        unit=measured.unit,
-        change=change,
-        relative_change=change / abs(before) if before else None,
-        bound=describe_bound(threshold, direction, measured.unit),
-    ), measured
-
-
-_comparison = maker(Comparison)
-
-
-def _compare_categorical(
-    defn: MetricDef,
-    metric: MetricBaseline,
-    measured: Measured,
-    check: CategoricalCheck,
-    base: Comparison,
-) -> Comparison:
-    if not isinstance(metric.value, str) or not isinstance(measured.value, str):
-        message = (
-            f"cannot compare {metric.value!r} with {measured.value!r}: "
-            "one is a number, the other a label"
-        )
-        return replace(base, state=State.ERROR, current=measured.value, message=message)
-    lead = None
-    if defn.aggregate is Aggregate.DOMINANT and measured.shares is not None:
-        lead = measured.shares.get(measured.value, 0.0) - measured.shares.get(metric.value, 0.0)
-    verdict = judge_categorical(metric.value, measured.value, check, lead)
-    bound_parts = []
-    if check.stable:
-        margin = f" (margin {check.margin:g} points)" if check.margin else ""
-        bound_parts.append("unchanged" + margin)
-    if check.expect:
-        bound_parts.append("one of " + ", ".join(check.expect))
-    if check.forbid:
-        bound_parts.append("not " + ", ".join(check.forbid))
-    return replace(
-        base,
-        state=State.REGRESSED if verdict.outcome is Outcome.WORSE else State.PASS,
-        current=measured.value,
-        unit="",
-        bound="; ".join(bound_parts),
-        message=verdict.reason,
-        baseline_shares=dict(metric.shares) if metric.shares else None,
+    comparison = compare_metric(
+        kernel.id, metric, defn, measured.value, measured.unit, judged_by,
         current_shares=measured.shares,
-    )
+    )  # fmt: skip
+    return comparison, measured
 
 
 def _explain_rates(
@@ -192,9 +113,10 @@ def _explain_rates(
     regression (a kernel reading half the bytes 20% faster uses less DRAM bandwidth)."""
     by_metric = {c.metric: c for c in comparisons}
     duration = by_metric.get("duration")
-    faster = duration is not None and duration.state is State.IMPROVED
+    # The change's sign, not the state alone: a baseline may override duration's direction.
+    faster = duration is not None and duration.state is State.IMPROVED and _fell(duration)
     # A slower kernel's rates are never explained away by its work: the time is the point.
-    slower = duration is not None and duration.state is State.REGRESSED
+    slower = duration is not None and duration.state is State.REGRESSED and not _fell(duration)
     out = []
     for c in comparisons:
         defn = lookup(c.metric)
@@ -214,6 +136,10 @@ def _explain_rates(
         else:
             out.append(c)
     return out
+
+
+def _fell(comparison: Comparison) -> bool:
+    return comparison.change is not None and comparison.change < 0
 
 
 def _corroborate_stall_mix(comparisons: list[Comparison]) -> list[Comparison]:
@@ -414,10 +340,9 @@ class _Passing:
             hit = None
             if route is not None and stats is not None:
                 # Only metrics without bounds of their own come here: the bounds of the name.
-                threshold, _ = _bounds(defn, metric, self.baseline, self.memo)
-                direction = threshold.direction or defn.direction
-                text = describe_bound(threshold, direction, route.unit)
-                hit = _Route(route, stats, threshold, direction, text)
+                judged_by = _bounds(defn, metric, self.baseline, self.memo)
+                text = describe_bound(judged_by.threshold, judged_by.direction, route.unit)
+                hit = _Route(route, stats, defn, judged_by, text)
             self.routes[key] = hit
         return hit  # type: ignore[no-any-return]
 
@@ -445,37 +370,23 @@ class _Passing:
                     return None
                 out.append(comparison)
                 continue
-            before, current = float(value), hit.route.value(stats)
-            # Judged from the edge of the recorded range: a calibrated bound (judged from
-            # the median) is a bound of the metric's own, which sent the kernel elsewhere.
-            outcome = numeric_outcome(
-                before, current, hit.threshold, hit.direction, metric.low, metric.high
-            )
-            if outcome is not Outcome.WITHIN:
+            # The same judgement as the plain way's, from the column statistics.
+            comparison = compare_metric(
+                kernel.id, metric, hit.defn, hit.route.value(stats), hit.route.unit,
+                hit.bounds, hit.bound,
+            )  # fmt: skip
+            if comparison.state is not State.PASS:
                 return None
-            change = current - before
-            out.append(
-                _comparison(
-                    kernel=kernel.id,
-                    metric=metric.name,
-                    state=State.PASS,
-                    baseline=value,
-                    current=current,
-                    unit=hit.route.unit,
-                    change=change,
-                    relative_change=change / abs(before) if before else None,
-                    bound=hit.bound,
-                )
-            )
+            out.append(comparison)
         return out
 
 
 class _Route(NamedTuple):
     route: ColumnRoute
     stats: list[Stats]  # per group of the table
-    threshold: Threshold
-    direction: Direction
-    bound: str  # describe_bound() of the two
+    defn: MetricDef
+    bounds: Bounds
+    bound: str  # describe_bound() of the bounds in the route's unit
 
 
 _UNSEEN = object()

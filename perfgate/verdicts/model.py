@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from perfgate.causes.model import CauseKind, RootCause
 from perfgate.common.errors import ExitCode
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.states import SEVERITY, KernelState, kernel_exit_code, worst_exit_code
+from perfgate.judge.policy import kernel_exit_code, worst_exit_code
+from perfgate.judge.states import SEVERITY, KernelState
 
 
 @dataclass(frozen=True)

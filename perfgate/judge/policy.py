@@ -1,0 +1,98 @@
+"""What each kernel state means for the build, under each `--fail-on` policy: one table that
+the exit code, every reporter and the step outputs read, and the precedence of exit codes.
+
+A state is in the table or the import fails (a test holds every KernelState to an entry), so
+a new state cannot fall through to "passes" in one reporter and "fails" in another."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from perfgate.common.errors import ExitCode, UsageError
+from perfgate.judge.states import KernelState
+
+
+class FailOn(enum.Enum):
+    """What fails the build (`--fail-on`); an empty set is warn-only."""
+
+    REGRESSION = "regression"
+    MISSING = "missing"
+
+
+class Meaning(enum.Enum):
+    """What one kernel's state means for the build."""
+
+    PASSES = "passes"
+    FAILS = "fails"  # the gate failed: exit 1 under a policy that names the state's word
+    INPUT_ERROR = "input error"  # the gate could not judge: exit 2 under every policy
+
+
+DEFAULT_POLICY: frozenset[FailOn] = frozenset(FailOn)
+
+# Each state: PASSES, INPUT_ERROR, or the --fail-on word under which it fails the build.
+TABLE: dict[KernelState, Meaning | FailOn] = {
+    KernelState.PASS: Meaning.PASSES,
+    KernelState.IMPROVED: Meaning.PASSES,
+    KernelState.NEW: Meaning.PASSES,
+    # A check where every kernel is skipped fails as a whole (verdicts.model.Report).
+    KernelState.SKIPPED: Meaning.PASSES,
+    KernelState.REGRESSED: FailOn.REGRESSION,
+    KernelState.MISSING: FailOn.MISSING,
+    KernelState.INCOMPLETE: FailOn.MISSING,
+    KernelState.ERROR: Meaning.INPUT_ERROR,
+}
+_LEFT_OUT = set(KernelState) - set(TABLE)
+if _LEFT_OUT:
+    raise AssertionError(f"perfgate.judge.policy.TABLE has no entry for {_LEFT_OUT}")
+
+
+def meaning(state: KernelState, policy: frozenset[FailOn] = DEFAULT_POLICY) -> Meaning:
+    entry = TABLE[state]
+    if isinstance(entry, Meaning):
+        return entry
+    return Meaning.FAILS if entry in policy else Meaning.PASSES
+
+
+def failing(state: KernelState) -> bool:
+    """Whether the state needs attention by default: it fails the build, or could not be
+    judged (reporters list these as failures, annotations and JUnit failures or errors)."""
+    return meaning(state) is not Meaning.PASSES
+
+
+_EXIT = {
+    Meaning.PASSES: ExitCode.OK,
+    Meaning.FAILS: ExitCode.GATE_FAILED,
+    Meaning.INPUT_ERROR: ExitCode.INPUT_ERROR,
+}
+
+
+def kernel_exit_code(state: KernelState, policy: frozenset[FailOn] = DEFAULT_POLICY) -> ExitCode:
+    return _EXIT[meaning(state, policy)]
+
+
+# Unusable input outranks a gate failure (the gate could not judge), which outranks a pass.
+_PRECEDENCE = {
+    ExitCode.OK: 0,
+    ExitCode.GATE_FAILED: 1,
+    ExitCode.INPUT_ERROR: 2,
+    ExitCode.INTERNAL_ERROR: 3,
+}
+
+
+def worst_exit_code(codes: Iterable[ExitCode]) -> ExitCode:
+    """The exit code of several: input error over gate failure over pass, in any order."""
+    return max(codes, key=_PRECEDENCE.__getitem__, default=ExitCode.OK)
+
+
+def parse_fail_on(text: str) -> frozenset[FailOn]:
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["never"]:
+        return frozenset()
+    known = {f.value: f for f in FailOn}
+    wrong = [w for w in words if w not in known]
+    if wrong or not words:
+        raise UsageError(
+            f"--fail-on {text!r}: use regression, missing, both comma-separated, or never"
+        )
+    return frozenset(known[w] for w in words)

@@ -1,0 +1,64 @@
+"""judge.policy: the one table of what each kernel state means under each --fail-on policy."""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import importlib.util
+import itertools
+from unittest import mock
+
+import pytest
+
+from perfgate.common.errors import ExitCode
+from perfgate.judge import policy, states
+from perfgate.judge.policy import FailOn, Meaning, kernel_exit_code, meaning, worst_exit_code
+from perfgate.judge.states import KernelState
+
+POLICIES = [frozenset(s) for n in range(3) for s in itertools.combinations(FailOn, n)]
+
+
+def test_every_state_has_an_entry() -> None:
+    assert set(policy.TABLE) == set(KernelState)
+
+
+def test_a_state_without_an_entry_fails_at_import() -> None:
+    # A new state nobody decided about cannot fall through to "passes" in some reporter.
+    grown = enum.Enum("KernelState", [(s.name, s.value) for s in KernelState] + [("LATE", "late")])  # type: ignore[misc]
+    # A copy of the module, imported beside the real one, which stays as it is.
+    spec = importlib.util.spec_from_file_location("policy_copy", policy.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    with (
+        mock.patch.object(states, "KernelState", grown),
+        pytest.raises(AssertionError, match="LATE"),
+    ):
+        spec.loader.exec_module(copy)
+
+
+@pytest.mark.parametrize(
+    "fail_on", POLICIES, ids=lambda p: ",".join(sorted(f.value for f in p)) or "never"
+)
+def test_what_each_state_means_under_each_policy(fail_on: frozenset[FailOn]) -> None:
+    regression = Meaning.FAILS if FailOn.REGRESSION in fail_on else Meaning.PASSES
+    missing = Meaning.FAILS if FailOn.MISSING in fail_on else Meaning.PASSES
+    assert {s: meaning(s, fail_on) for s in KernelState} == {
+        KernelState.PASS: Meaning.PASSES, KernelState.IMPROVED: Meaning.PASSES,
+        KernelState.NEW: Meaning.PASSES, KernelState.SKIPPED: Meaning.PASSES,
+        KernelState.REGRESSED: regression, KernelState.MISSING: missing,
+        KernelState.INCOMPLETE: missing, KernelState.ERROR: Meaning.INPUT_ERROR,
+    }  # fmt: skip
+    # Unusable input is never relaxed by a policy.
+    assert kernel_exit_code(KernelState.ERROR, fail_on) is ExitCode.INPUT_ERROR
+
+
+_RANK = [ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_exit_code_precedence_in_every_order(size: int) -> None:
+    for codes in itertools.product(_RANK, repeat=size):
+        for order in itertools.permutations(codes):
+            want = max(codes, key=_RANK.index)  # input error over gate failure over pass
+            assert worst_exit_code(list(order)) is want, order
+    assert worst_exit_code([]) is ExitCode.OK
