@@ -62,3 +62,19 @@ def test_exit_code_precedence_in_every_order(size: int) -> None:
             want = max(codes, key=_RANK.index)  # input error over gate failure over pass
             assert worst_exit_code(list(order)) is want, order
     assert worst_exit_code([]) is ExitCode.OK
+
+
+def test_which_states_pass_quietly_and_which_accept_takes() -> None:
+    assert set(policy.QUIET) == set(KernelState)
+    # Listed for a reader: everything that fails, could not be judged, or improved.
+    shown = {s for s in KernelState if not policy.passes_quietly(s)}
+    assert shown == {
+        KernelState.REGRESSED,
+        KernelState.MISSING,
+        KernelState.INCOMPLETE,
+        KernelState.ERROR,
+        KernelState.IMPROVED,
+    }
+    # accept takes what fails the build and has values to take: not an incomplete kernel.
+    taken = {s for s in KernelState if policy.acceptable(s)}
+    assert taken == {KernelState.REGRESSED, KernelState.MISSING}

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from perfgate.judge.states import KernelState
 from tests.conftest import ROOT, data
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -173,6 +174,10 @@ def test_action_inputs_reach_scripts_through_env() -> None:
     outputs = doc["outputs"]
     for name in ("verdict", "exit-code", "regressed", "missing", "junit", "markdown", "json"):
         assert name in outputs
+    # Every kernel state's count that perfgate writes to $GITHUB_OUTPUT is an output of the action.
+    read = set(re.findall(r"steps\.gate\.outputs\.([\w-]+)", yaml.safe_dump(outputs)))
+    for state in KernelState:
+        assert state.value.replace(" ", "-") in read, f"no action output for {state}"
     assert doc["runs"]["using"] == "composite"
 
 

@@ -47,11 +47,40 @@ if _LEFT_OUT:
     raise AssertionError(f"perfgate.judge.policy.TABLE has no entry for {_LEFT_OUT}")
 
 
+# Whether a reader is shown the state's kernels by default, or only their count: the states
+# that pass quietly. The console report, the markdown summary and its details read this.
+QUIET: dict[KernelState, bool] = {
+    KernelState.PASS: True,
+    KernelState.SKIPPED: True,
+    KernelState.NEW: True,  # counted; one that replaced a baselined kernel is named in that line
+    KernelState.IMPROVED: False,  # good news a reviewer should see, and may ratchet in
+    KernelState.REGRESSED: False,
+    KernelState.MISSING: False,
+    KernelState.INCOMPLETE: False,
+    KernelState.ERROR: False,
+}
+if set(QUIET) != set(KernelState):
+    raise AssertionError(
+        f"perfgate.judge.policy.QUIET has no entry for {set(KernelState) - set(QUIET)}"
+    )
+
+
 def meaning(state: KernelState, policy: frozenset[FailOn] = DEFAULT_POLICY) -> Meaning:
     entry = TABLE[state]
     if isinstance(entry, Meaning):
         return entry
     return Meaning.FAILS if entry in policy else Meaning.PASSES
+
+
+def passes_quietly(state: KernelState) -> bool:
+    return QUIET[state]
+
+
+def acceptable(state: KernelState) -> bool:
+    """Whether `baseline accept` takes the state's kernels by default: those that fail the
+    build and have values to take. An incomplete kernel lacks a gated metric in the capture,
+    so there is nothing to accept until it is captured."""
+    return meaning(state) is Meaning.FAILS and state is not KernelState.INCOMPLETE
 
 
 def failing(state: KernelState) -> bool:

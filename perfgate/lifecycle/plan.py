@@ -36,6 +36,7 @@ from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids
 from perfgate.identity.matching import match
 from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
+from perfgate.judge.policy import acceptable
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
@@ -259,11 +260,7 @@ def plan_accept(
     for verdict in result.verdicts:
         if verdict.state is KernelState.NEW:
             continue
-        chosen = (
-            _selected(patterns, verdict)
-            if patterns
-            else verdict.state in (KernelState.REGRESSED, KernelState.MISSING)
-        )
+        chosen = _selected(patterns, verdict) if patterns else acceptable(verdict.state)
         if not chosen:
             continue
         if verdict.state is KernelState.MISSING:

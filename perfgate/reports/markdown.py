@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from perfgate.causes.model import CauseKind
 from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import (
     KERNEL_VERDICT,
@@ -180,7 +181,7 @@ def kernel_details(result: CheckResult, pictures: Pictures) -> list[str]:
     """One `<details>` block per kernel that needs attention: causes first, then numbers."""
     blocks = []
     for v in result.ordered():
-        if v.state in (KernelState.PASS, KernelState.SKIPPED, KernelState.NEW):
+        if passes_quietly(v.state):
             continue
         comps = list(v.comparisons)
         shown = [c for c in comps if c.state is not State.PASS or c.explained]
@@ -234,11 +235,7 @@ def render(
     """The summary; with `budget` (bytes of UTF-8) it stays under it, pointing to `full_report`."""
     pictures = pictures or Pictures()
     ordered = [v for r in report.results for v in r.ordered()]
-    attention = [
-        v
-        for v in ordered
-        if v.state not in (KernelState.PASS, KernelState.SKIPPED, KernelState.NEW) or v.related
-    ]
+    attention = [v for v in ordered if not passes_quietly(v.state) or v.related]
     quiet = [v for v in ordered if v not in attention]
     details = [block for r in report.results for block in kernel_details(r, pictures)]
     head = (marker + "\n" if marker else "") + _head(report)

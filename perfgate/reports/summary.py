@@ -17,6 +17,8 @@ _LABELS = (
     (KernelState.SKIPPED, "skipped"),
     (KernelState.NEW, "new"),
 )
+if {state for state, _ in _LABELS} != set(KernelState):
+    raise AssertionError("perfgate.reports.summary: a KernelState without a label")
 
 
 def status_line(report: Report) -> str:

@@ -3,6 +3,7 @@ root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
+from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import counted, kernel_lines
@@ -27,10 +28,8 @@ def render(report: Report, verbose: bool = False) -> str:
         if result.notice:
             lines.append(f"notice: {result.notice}")
         for v in result.ordered():
-            if not verbose and v.state in (KernelState.PASS, KernelState.SKIPPED):
-                continue
-            if not verbose and v.state is KernelState.NEW:
-                continue  # counted below; those that replaced a kernel are named in its line
+            if not verbose and passes_quietly(v.state):
+                continue  # new kernels are counted below; one that replaced a kernel is named
             lines.extend(kernel_lines(v, verbose))
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
