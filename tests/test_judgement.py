@@ -1,0 +1,166 @@
+"""The gate's judgement at the edges of each bound, through the whole check.
+
+Every test builds a baseline from YAML text and a small synthetic capture derived from a real
+one: the first launch of tests/data/h100/zoo-good-short-run1.csv (its real kernel name, launch
+shape, GPU and compute capability) with its metric values replaced by the values under test.
+Expected states come from docs/baselines.md ("Threshold semantics"), never from a run:
+
+- a change counts only when it exceeds BOTH the relative bound (a share of the median) and the
+  absolute one;
+- a default bound is judged from the edge of the recorded range (min, max), a calibrated one
+  (`calibration:` beside its threshold) from the recorded value.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from perfgate.baseline.load import parse_baseline
+from perfgate.cli import main
+from perfgate.common.errors import ExitCode
+from perfgate.ingest import read_capture
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.judge.comparison import State
+from perfgate.judge.states import KernelState
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import CheckResult
+from tests.conftest import data
+
+DURATION = "gpu__time_duration.sum"  # duration: higher is worse
+OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"  # achieved_occupancy: lower
+L1TEX = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"  # l1tex_throughput: any change
+RAW = {"duration": DURATION, "achieved_occupancy": OCCUPANCY, "l1tex_throughput": L1TEX}
+CALIBRATION = "3 runs: spread 0.40% x 2 = 0.80%, floor 10.00% (kernel of 1 us): floor 10.00%"
+
+
+@functools.cache
+def _real_launch() -> Launch:
+    return read_capture(data("zoo-good-short-run1.csv")).launches[0]
+
+
+def _capture(*per_kernel: dict[str, float], names: tuple[str, ...] = ()) -> Capture:
+    """One launch per kernel: the real launch with only `metrics` (names default to the real
+    one, then the real one with a suffix, so that each is a kernel of its own)."""
+    real = _real_launch()
+    launches = tuple(
+        replace(
+            real,
+            index=i,
+            name=names[i] if names else real.name.replace("(", f"_{i}(" if i else "(", 1),
+            metrics=metrics,
+        )
+        for i, metrics in enumerate(per_kernel)
+    )
+    columns = frozenset(k for m in per_kernel for k in m)
+    return Capture((real.source,), launches, columns)
+
+
+def _kernel(i: int, metrics: str) -> str:
+    real = _real_launch()
+    name = real.name.replace("(", f"_{i}(" if i else "(", 1)
+    grid, block = list(real.grid or ()), list(real.block or ())
+    return (
+        f"- id: k{i}\n"
+        f"  match: {{name: '{name}', grid: {grid}, block: {block}}}\n"
+        f"  metrics:\n{metrics}"
+    )
+
+
+def _baseline(*kernels: str) -> str:
+    body = "".join(_kernel(i, m) for i, m in enumerate(kernels))
+    return f"format_version: 2\nkernels:\n{body}"
+
+
+def _metric(name: str, value: float, low: float, high: float, bound: str, extra: str = "") -> str:
+    return (
+        f"    {name}: {{value: {value!r}, min: {low!r}, max: {high!r}, "
+        f"threshold: {{{bound}}}{extra}}}\n"
+    )
+
+
+def _judge(metric: str, current: float, value: float, low: float, high: float, bound: str,
+           extra: str = "") -> State:  # fmt: skip
+    text = _baseline(_metric(metric, value, low, high, bound, extra))
+    result = check(parse_baseline(text, "b.yaml"), _capture({RAW[metric]: current}))
+    (comparison,) = [c for v in result.verdicts for c in v.comparisons if c.metric == metric]
+    return comparison.state
+
+
+P, R, I = State.PASS, State.REGRESSED, State.IMPROVED  # noqa: E741
+
+# (metric, bound, (value, min, max), [(current, expected state), ...]). The edge values sit
+# exactly on a bound (not beyond it: within) and half a unit past it (beyond: it counts).
+EDGES = [
+    # relative only, 10% of 1000 = 100 from the range [1000, 1000]
+    ("duration", "relative: 0.1, absolute: 0", (1000.0, 1000.0, 1000.0),
+     [(1100.0, P), (1100.5, R), (900.0, P), (899.5, I)]),
+    # absolute only: 50 ns
+    ("duration", "relative: 0, absolute: 50", (1000.0, 1000.0, 1000.0),
+     [(1050.0, P), (1050.5, R), (950.0, P), (949.5, I)]),
+    # both, the absolute one wider: 120 is beyond 10% but not beyond 150
+    ("duration", "relative: 0.1, absolute: 150", (1000.0, 1000.0, 1000.0),
+     [(1120.0, P), (1150.0, P), (1150.5, R), (880.0, P), (850.0, P), (849.5, I)]),
+    # both, the relative one wider: 150 is beyond 50 but not beyond 20%
+    ("duration", "relative: 0.2, absolute: 50", (1000.0, 1000.0, 1000.0),
+     [(1150.0, P), (1200.0, P), (1200.5, R), (850.0, P), (800.0, P), (799.5, I)]),
+    # lower is worse: relative 10% of 50 = 5 points, absolute 2 points
+    ("achieved_occupancy", "relative: 0.1, absolute: 2", (50.0, 50.0, 50.0),
+     [(45.0, P), (44.5, R), (47.0, P), (55.0, P), (55.5, I)]),
+    ("achieved_occupancy", "relative: 0.02, absolute: 4", (50.0, 50.0, 50.0),
+     [(47.0, P), (46.0, P), (45.5, R), (54.0, P), (54.5, I)]),
+    # any change: beyond the bound either way is a regression, never an improvement
+    ("l1tex_throughput", "relative: 0.1, absolute: 1", (50.0, 50.0, 50.0),
+     [(55.0, P), (55.5, R), (45.0, P), (44.5, R)]),
+    ("l1tex_throughput", "relative: 0.01, absolute: 3", (50.0, 50.0, 50.0),
+     [(52.0, P), (53.0, P), (53.5, R), (47.0, P), (46.5, R)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("metric", "bound", "recorded", "current", "expected"),
+    [(m, b, rec, cur, exp) for m, b, rec, cases in EDGES for cur, exp in cases],
+)
+def test_each_bound_counts_a_change_only_beyond_its_edge(
+    metric: str, bound: str, recorded: tuple[float, float, float], current: float, expected: State
+) -> None:
+    assert _judge(metric, current, *recorded, bound) is expected
+
+
+# A default bound from the edge of the recorded range [950, 1050] (median 1000): 1140 is 90
+# past the edge (within 100) but 140 past the median; 860 likewise on the other side.
+DEFAULT_FROM_EDGE = [(1140.0, P), (1150.5, R), (860.0, P), (849.5, I)]
+# A calibrated bound from the median: 1120 is 120 past it (beyond 100) but only 70 past the
+# edge; 880 likewise on the other side; 1090 is within either way.
+CALIBRATED_FROM_MEDIAN = [(1120.0, R), (1090.0, P), (880.0, I), (910.0, P)]
+
+
+@pytest.mark.parametrize(("current", "expected"), DEFAULT_FROM_EDGE)
+def test_a_default_bound_is_judged_from_the_edge_of_the_recorded_range(
+    current: float, expected: State
+) -> None:
+    bound = "relative: 0.1, absolute: 0"
+    assert _judge("duration", current, 1000.0, 950.0, 1050.0, bound) is expected
+
+
+@pytest.mark.parametrize(("current", "expected"), CALIBRATED_FROM_MEDIAN)
+def test_a_calibrated_bound_is_judged_from_the_recorded_value(
+    current: float, expected: State
+) -> None:
+    bound = "relative: 0.1, absolute: 0"
+    extra = f", calibration: '{CALIBRATION}'"
+    assert _judge("duration", current, 1000.0, 950.0, 1050.0, bound, extra) is expected
+
+
+@pytest.mark.parametrize("median", [0.3, 1e12])
+def test_float_noise_in_the_value_read_is_no_change_of_an_exact_bound(median: float) -> None:
+    # 0.1 + 0.2 is 0.30000000000000004; at 1e12 one step of a double is about 1.2e-4.
+    noisy = 0.1 + 0.2 if median == 0.3 else median + 1.5e-4
+    assert noisy != median
+    bound = "relative: 0, absolute: 0"
+    assert _judge("duration", noisy, median, median, median, bound) is State.PASS
+    assert _judge("duration", median * 1.001, median, median, median, bound) is State.REGRESSED
