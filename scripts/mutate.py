@@ -59,7 +59,10 @@ _FLIPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.In: ast.NotIn, ast.NotIn: ast.In,
 }  # fmt: skip
 _REVERSE: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
 }
 
 
@@ -174,8 +177,11 @@ def mutants_of(module: str) -> list[tuple[Mutant, str]]:
 
 
 def _copy_tree(dest: Path) -> None:
+    git = shutil.which("git")
+    if git is None:
+        raise SystemExit("git is needed to list the repository's files")
     files = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, check=True,
     ).stdout.decode().split("\0")  # fmt: skip
     for name in filter(None, files):
@@ -260,7 +266,9 @@ def main() -> int:
         shutil.rmtree(tree)
 
     rows = [{**asdict(m), "status": status[m.id]} for m, _ in work]
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("killed", "survived", "timeout")}
+    counts = {
+        s: sum(1 for r in rows if r["status"] == s) for s in ("killed", "survived", "timeout")
+    }
     detected = counts["killed"] + counts["timeout"]
     summary = {**counts, "total": len(rows), "score": round(detected / len(rows), 4),
                "seconds": round(time.monotonic() - start)}  # fmt: skip

@@ -18,10 +18,8 @@ import itertools
 from dataclasses import replace
 
 import pytest
-from click.testing import CliRunner
 
 from perfgate.baseline.load import parse_baseline
-from perfgate.cli import main
 from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import Capture, Launch
@@ -164,3 +162,90 @@ def test_float_noise_in_the_value_read_is_no_change_of_an_exact_bound(median: fl
     bound = "relative: 0, absolute: 0"
     assert _judge("duration", noisy, median, median, median, bound) is State.PASS
     assert _judge("duration", median * 1.001, median, median, median, bound) is State.REGRESSED
+
+
+# ------------------------------------------------------------------ exit-code precedence
+
+_ONE = "relative: 0.1, absolute: 0"
+# state -> (the baseline's metrics for the kernel, its capture metrics; None: not captured)
+KERNELS: dict[KernelState, tuple[str, dict[str, float | str] | None]] = {
+    KernelState.PASS: (_metric("duration", 1000.0, 1000.0, 1000.0, _ONE), {DURATION: 1000.0}),
+    KernelState.IMPROVED: (_metric("duration", 1000.0, 1000.0, 1000.0, _ONE), {DURATION: 500.0}),
+    KernelState.REGRESSED: (_metric("duration", 1000.0, 1000.0, 1000.0, _ONE), {DURATION: 2e3}),
+    KernelState.MISSING: (_metric("duration", 1000.0, 1000.0, 1000.0, _ONE), None),
+    # a raw metric the launch has no value for
+    KernelState.INCOMPLETE: ("    launch__grid_size: {value: 3}\n", {DURATION: 1000.0}),
+    # a label recorded for a metric the capture gives as a number: the gate cannot judge
+    KernelState.ERROR: ("    launch__grid_size: {value: big}\n", {"launch__grid_size": 5.0}),
+}
+EXIT = {KernelState.PASS: ExitCode.OK, KernelState.IMPROVED: ExitCode.OK,
+        KernelState.REGRESSED: ExitCode.GATE_FAILED, KernelState.MISSING: ExitCode.GATE_FAILED,
+        KernelState.INCOMPLETE: ExitCode.GATE_FAILED, KernelState.ERROR: ExitCode.INPUT_ERROR}  # fmt: skip
+
+
+def _check_kernels(states: tuple[KernelState, ...]) -> CheckResult:
+    text = _baseline(*(KERNELS[s][0] for s in states))
+    real = _real_launch()
+    launches = tuple(
+        replace(real, index=i, name=real.name.replace("(", f"_{i}(" if i else "(", 1), metrics=m)
+        for i, s in enumerate(states)
+        if (m := KERNELS[s][1]) is not None
+    )
+    columns = frozenset(k for la in launches for k in la.metrics)
+    return check(parse_baseline(text, "b.yaml"), Capture((real.source,), launches, columns))
+
+
+@pytest.mark.parametrize("state", list(KERNELS))
+def test_each_kernel_state_alone_and_its_exit_code(state: KernelState) -> None:
+    result = _check_kernels((state,))
+    assert [v.state for v in result.verdicts] == [state]
+    assert result.exit_code is EXIT[state]
+
+
+@pytest.mark.parametrize(
+    "order",
+    list(itertools.permutations([KernelState.ERROR, KernelState.REGRESSED, KernelState.PASS]))
+    + list(itertools.permutations([KernelState.ERROR, KernelState.MISSING, KernelState.IMPROVED]))
+    + list(itertools.permutations([KernelState.INCOMPLETE, KernelState.PASS, KernelState.ERROR]))
+    + list(itertools.permutations([KernelState.REGRESSED, KernelState.IMPROVED, KernelState.PASS]))
+    + list(itertools.permutations([KernelState.INCOMPLETE, KernelState.IMPROVED])),
+    ids=lambda order: "-".join(s.value for s in order),
+)
+def test_the_worst_exit_code_wins_in_every_order(order: tuple[KernelState, ...]) -> None:
+    """An input error outranks a gate failure (the gate could not judge), which outranks a
+    pass, whichever kernel comes first."""
+    result = _check_kernels(order)
+    assert sorted(v.state.value for v in result.verdicts) == sorted(s.value for s in order)
+    expected = max((EXIT[s] for s in order), key=lambda c: (c is ExitCode.INPUT_ERROR, c.value))
+    assert result.exit_code is expected
+
+
+# One kernel's comparisons: the worst of them is the kernel's state (ERROR, then REGRESSED,
+# then a metric that could not be measured, then IMPROVED).
+WITHIN_ONE_KERNEL = [
+    (("error", "regressed"), KernelState.ERROR),
+    (("regressed", "incomplete"), KernelState.REGRESSED),
+    (("incomplete", "improved"), KernelState.INCOMPLETE),
+    (("improved", "pass"), KernelState.IMPROVED),
+    (("pass", "improved"), KernelState.IMPROVED),
+]
+_PARTS: dict[str, tuple[str, dict[str, float | str]]] = {
+    "pass": (_metric("l1tex_throughput", 50.0, 50.0, 50.0, _ONE), {L1TEX: 50.0}),
+    "improved": (_metric("duration", 1000.0, 1000.0, 1000.0, _ONE), {DURATION: 500.0}),
+    "regressed": (_metric("achieved_occupancy", 50.0, 50.0, 50.0, _ONE), {OCCUPANCY: 10.0}),
+    "incomplete": ("    launch__grid_size: {value: 3}\n", {}),
+    "error": ("    launch__block_size: {value: big}\n", {"launch__block_size": 5.0}),
+}
+
+
+@pytest.mark.parametrize(("parts", "expected"), WITHIN_ONE_KERNEL)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_kernel_takes_the_worst_state_of_its_metrics(
+    parts: tuple[str, str], expected: KernelState, reverse: bool
+) -> None:
+    parts = parts[::-1] if reverse else parts
+    text = "".join(_PARTS[p][0] for p in parts)
+    metrics = {k: v for p in parts for k, v in _PARTS[p][1].items()}
+    result = check(parse_baseline(_baseline(text), "b.yaml"), _capture(metrics))
+    assert [v.state for v in result.verdicts] == [expected]
+    assert result.exit_code is EXIT[expected]
