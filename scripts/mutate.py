@@ -53,6 +53,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/lifecycle/plan.py": ("tests/test_lifecycle.py", *_NEW_RATCHET),
 }  # fmt: skip
 
+# Functions left out: who accepts a change and when (environment plumbing, no judgement).
+SKIPPED_FUNCTIONS = frozenset({"_git_user", "who", "now", "stamp", "history_entry"})
+
 _FLIPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
@@ -75,7 +78,7 @@ class Mutant:
 
 
 def _skipped(tree: ast.Module) -> set[int]:
-    """ids of nodes never mutated: docstrings, annotations, asserts, f-strings."""
+    """ids of nodes never mutated: annotations, asserts, f-strings, SKIPPED_FUNCTIONS."""
     out: set[int] = set()
     for node in ast.walk(tree):
         subtrees: list[ast.AST] = []
@@ -85,6 +88,8 @@ def _skipped(tree: ast.Module) -> set[int]:
             subtrees.append(node.annotation)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
             subtrees.append(node.returns)
+        if isinstance(node, ast.FunctionDef) and node.name in SKIPPED_FUNCTIONS:
+            subtrees.append(node)
         for sub in subtrees:
             out.update(id(n) for n in ast.walk(sub))
     return out
