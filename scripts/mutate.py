@@ -38,6 +38,7 @@ _JUDGE_TESTS = ("tests/test_thresholds.py", "tests/test_real_changes.py", "tests
 _NEW_JUDGE = ("tests/test_judgement.py",)
 _NEW_MATCH = ("tests/test_matching_fallbacks.py",)
 _NEW_RATCHET = ("tests/test_ratchet.py",)
+_NEW_CALIBRATION = ("tests/test_calibration_bounds.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -49,7 +50,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
                                       *_NEW_MATCH),
-    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_JUDGE),
+    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE),
     "perfgate/lifecycle/plan.py": ("tests/test_lifecycle.py", *_NEW_RATCHET),
 }  # fmt: skip
 
@@ -206,7 +207,7 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
     return "survived" if proc.returncode == 0 else "killed"
 
 
-NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET))
+NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION))
 _before = False  # --before: the suite as it was before the tests written for this run
 
 
