@@ -238,6 +238,12 @@ def main() -> int:
             if m.id not in previous or previous[m.id]["what"] != m.what:
                 raise SystemExit(f"{m.id} is not the mutant of {args.rerun}: source changed")
     todo = [(m, s) for m, s in work if not previous or previous[m.id]["status"] == "survived"]
+    # Each result is appended to OUT.partial as it comes: a run stopped half way resumes there.
+    partial = args.out.with_suffix(".partial")
+    done: dict[str, str] = {}
+    if partial.exists():
+        done = dict(line.split(" ", 1)[::-1] for line in partial.read_text().splitlines())
+    todo = [(m, s) for m, s in todo if m.id not in done]
 
     trees = [Path(tempfile.mkdtemp(prefix=f"perfgate-mutate{i}-")) for i in range(args.jobs)]
     for tree in trees:
@@ -253,6 +259,7 @@ def main() -> int:
 
     free = list(trees)
     status: dict[str, str] = {m.id: previous[m.id]["status"] for m, _ in work if previous}
+    status.update(done)
 
     def run(item: tuple[Mutant, str]) -> None:
         mutant, source = item
@@ -261,6 +268,8 @@ def main() -> int:
             (tree / mutant.module).write_text(source)
             status[mutant.id] = _pytest(tree, _tests(mutant.module, tree), timeouts[mutant.module])
             print(f"{status[mutant.id]:9} {mutant.module}:{mutant.line} {mutant.what}", flush=True)
+            with partial.open("a") as log:
+                log.write(f"{status[mutant.id]} {mutant.id}\n")
         finally:
             shutil.copy2(ROOT / mutant.module, tree / mutant.module)
             free.append(tree)
