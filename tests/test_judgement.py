@@ -249,3 +249,10 @@ def test_a_kernel_takes_the_worst_state_of_its_metrics(
     result = check(parse_baseline(_baseline(text), "b.yaml"), _capture(metrics))
     assert [v.state for v in result.verdicts] == [expected]
     assert result.exit_code is EXIT[expected]
+
+
+def test_a_value_that_is_not_a_number_is_never_a_pass() -> None:
+    # ncu writes n/a or nan where a counter could not be collected: not measured, so the
+    # kernel is incomplete (exit 1), never judged within its bound.
+    bound = "relative: 0.1, absolute: 0"
+    assert _judge("duration", float("nan"), 1000.0, 1000.0, 1000.0, bound) is State.MISSING_METRIC
