@@ -260,3 +260,40 @@ def test_a_value_that_is_not_a_number_is_never_a_pass() -> None:
     # kernel is incomplete (exit 1), never judged within its bound.
     bound = "relative: 0.1, absolute: 0"
     assert _judge("duration", float("nan"), 1000.0, 1000.0, 1000.0, bound) is State.MISSING_METRIC
+
+
+# ---------------------------------------------------------------- the dominant stall's margin
+
+_REASONS = ["barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss",
+            "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle",
+            "misc", "no_instruction", "short_scoreboard", "sleeping", "tex_throttle", "wait"]  # fmt: skip
+
+
+def _stalls(**shares: float) -> dict[str, float]:
+    """The per-warp-active stall counters of the real capture, zero but for `shares` (which
+    add up to 100, so they are the shares themselves)."""
+    out = {f"smsp__warp_issue_stalled_{r}_per_warp_active.pct": 0.0 for r in _REASONS}
+    for reason in ("selected", "not_selected"):
+        out[f"smsp__warp_issue_stalled_{reason}_per_warp_active.pct"] = 0.0
+    out.update({f"smsp__warp_issue_stalled_{r}_per_warp_active.pct": v for r, v in shares.items()})
+    return out
+
+
+@pytest.mark.parametrize(("margin", "expected"), [(20.0, P), (19.5, R)])
+def test_a_new_dominant_stall_counts_only_when_it_leads_by_more_than_the_margin(
+    margin: float, expected: State
+) -> None:
+    # The baseline's dominant stall was `wait`; now `long_scoreboard` leads it by 60 - 40 = 20.
+    stall = (
+        "    dominant_stall:\n      value: wait\n"
+        "      shares: {wait: 60.0, long_scoreboard: 40.0}\n"
+        f"      reasons: [{', '.join(_REASONS)}]\n      family: per_warp_active\n"
+        f"      threshold: {{margin: {margin}}}\n"
+    )
+    result = check(
+        parse_baseline(_baseline(stall), "b.yaml"),
+        _capture(_stalls(long_scoreboard=60.0, wait=40.0)),
+    )
+    (comparison,) = [c for v in result.verdicts for c in v.comparisons]
+    assert comparison.current == "long_scoreboard"
+    assert comparison.state is expected
