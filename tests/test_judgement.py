@@ -297,3 +297,34 @@ def test_a_new_dominant_stall_counts_only_when_it_leads_by_more_than_the_margin(
     (comparison,) = [c for v in result.verdicts for c in v.comparisons]
     assert comparison.current == "long_scoreboard"
     assert comparison.state is expected
+
+
+# ------------------------------------------- metrics another architecture does not measure
+
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+_SKIPPED = _metric("dram_throughput", 50.0, 50.0, 50.0, _ONE)  # not measured on CC 8.7
+
+
+@pytest.mark.parametrize(
+    ("metrics", "current", "expected"),
+    [
+        (_SKIPPED, {DRAM_PCT: 50.0}, KernelState.SKIPPED),
+        (
+            _SKIPPED + KERNELS[KernelState.PASS][0],
+            {DRAM_PCT: 50.0, DURATION: 1000.0},
+            KernelState.PASS,
+        ),
+        (_SKIPPED + KERNELS[KernelState.IMPROVED][0], {DURATION: 500.0}, KernelState.IMPROVED),
+        (_SKIPPED + KERNELS[KernelState.REGRESSED][0], {DURATION: 2e3}, KernelState.REGRESSED),
+    ],
+)
+def test_a_metric_another_architecture_does_not_measure_is_skipped_not_failed(
+    metrics: str, current: dict[str, float], expected: KernelState
+) -> None:
+    # The real launch on an 8.7 GPU (Jetson Orin), where ncu measures no DRAM throughput.
+    capture = _capture(current)
+    capture = replace(capture, launches=tuple(replace(la, cc="8.7") for la in capture.launches))
+    result = check(parse_baseline(_baseline(metrics), "b.yaml"), capture)
+    assert [v.state for v in result.verdicts] == [expected]
+    assert any(c.state is State.SKIPPED for v in result.verdicts for c in v.comparisons)
+    assert result.exit_code is EXIT.get(expected, ExitCode.OK)
