@@ -234,3 +234,24 @@ def test_with_no_matched_neighbour_nothing_is_named_as_the_replacement() -> None
     )
     assert "gone" not in m.replaced_by
     assert len(m.unclaimed) == 2
+
+
+def test_the_exact_block_is_taken_of_two_groups_of_one_name_and_grid() -> None:
+    name = "zoo_add(float *)"
+    wide = Launch(0, name, name, (512, 1, 1), SHAPE, {}, source="a.csv")
+    m, _ = _match([_entry("k", name)], [wide, _launch(1, name)])
+    (group,) = m.groups["k"]
+    assert group.key.block == (128, 1, 1) and m.how["k"] == "name"
+
+
+def test_a_kernel_launched_several_times_is_placed_by_its_first_launch() -> None:
+    # Launch order: a, x, c, a, y, x. `gone` ran between a and c (their first launches);
+    # x first ran there too, y only after c.
+    m, _ = _match(
+        [_entry("before", "zoo_a(float *)"), _entry("gone", "zoo_b(float *)"),
+         _entry("after", "zoo_c(float *)")],
+        [_launch(0, "zoo_a(float *)"), _launch(1, "zoo_x(float *)"), _launch(2, "zoo_c(float *)"),
+         _launch(3, "zoo_a(float *)"), _launch(4, "zoo_y(float *)"), _launch(5, "zoo_x(float *)")],
+    )  # fmt: skip
+    groups, _ = m.replaced_by["gone"]
+    assert _names(groups) == [("zoo_x(float *)", SHAPE)]
