@@ -255,3 +255,14 @@ def test_a_kernel_launched_several_times_is_placed_by_its_first_launch() -> None
     )  # fmt: skip
     groups, _ = m.replaced_by["gone"]
     assert _names(groups) == [("zoo_x(float *)", SHAPE)]
+
+
+def test_a_missing_last_kernel_after_the_first_launch_still_has_its_replacement_named() -> None:
+    # Its predecessor is launch 0 of the file: a position like any other.
+    m, _ = _match(
+        [_entry("before", "zoo_a(float *)"), _entry("gone", "zoo_b(float *)")],
+        [_launch(0, "zoo_a(float *)"), _launch(1, "zoo_y(float *)")],
+    )
+    groups, why = m.replaced_by["gone"]
+    assert _names(groups) == [("zoo_y(float *)", SHAPE)]
+    assert why == "launched where it used to run"
