@@ -1,0 +1,300 @@
+"""Mutation testing of perfgate's judgement: small AST mutations of one module at a time, each
+run against the tests that exercise that module; a mutant the tests still pass is a survivor.
+
+    python scripts/mutate.py --out mutation.json            # every module of MODULES
+    python scripts/mutate.py --rerun mutation.json --out after.json   # only its survivors
+
+Each worker mutates its own copy of the repository's tracked files (a temporary directory),
+so the working tree is never touched and two workers never see each other's mutant. Bytecode
+is never written there: a .pyc stores its source's mtime in whole seconds, and two mutants of
+one size written within a second would otherwise run the first one's code.
+
+Operators: comparison flips (< <=, > >=, == !=, is / is not, in / not in, < >), and/or,
+`not` removed, a numeric constant +1 and set to 0 (1 when it was 0), `return X` -> `return
+None`, min/max swapped. Docstrings, strings, annotations and `assert`s are left alone.
+docs/mutation.md gives the command used, the score and the survivors judged equivalent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Fastest first: with -x, a mutant is killed by the first test file that fails.
+_JUDGE_TESTS = ("tests/test_thresholds.py", "tests/test_real_changes.py", "tests/test_check.py")
+_NEW_JUDGE = ("tests/test_judgement.py",)
+_NEW_MATCH = ("tests/test_matching_fallbacks.py",)
+_NEW_RATCHET = ("tests/test_ratchet.py",)
+_NEW_CALIBRATION = ("tests/test_calibration_bounds.py",)
+# module -> the test files that exercise it (files that do not exist yet are skipped, so the
+# same table measures the suite before and after the tests written for this run).
+MODULES: dict[str, tuple[str, ...]] = {
+    "perfgate/judge/outcome.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
+    "perfgate/judge/states.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
+    "perfgate/judge/comparison.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
+    "perfgate/identity/matching.py": (
+        "tests/test_identity.py", "tests/test_real_changes.py", "tests/test_check.py", *_NEW_MATCH,
+    ),
+    "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
+                                      *_NEW_MATCH),
+    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE),
+    "perfgate/lifecycle/plan.py": ("tests/test_lifecycle.py", *_NEW_RATCHET),
+}  # fmt: skip
+
+# Functions left out: who accepts a change and when (environment plumbing, no judgement).
+SKIPPED_FUNCTIONS = frozenset({"_git_user", "who", "now", "stamp", "history_entry"})
+
+_FLIPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+    ast.In: ast.NotIn, ast.NotIn: ast.In,
+}  # fmt: skip
+_REVERSE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str  # module:index, stable while the module's source is
+    module: str
+    line: int
+    what: str
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """ids of nodes never mutated: annotations, asserts, f-strings, SKIPPED_FUNCTIONS."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        subtrees: list[ast.AST] = []
+        if isinstance(node, (ast.Assert, ast.JoinedStr)):
+            subtrees.append(node)
+        if isinstance(node, (ast.AnnAssign, ast.arg)) and node.annotation is not None:
+            subtrees.append(node.annotation)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+            subtrees.append(node.returns)
+        if isinstance(node, ast.FunctionDef) and node.name in SKIPPED_FUNCTIONS:
+            subtrees.append(node)
+        for sub in subtrees:
+            out.update(id(n) for n in ast.walk(sub))
+    return out
+
+
+def _sites(tree: ast.Module) -> Iterator[tuple[ast.AST, str, int]]:
+    """(node, description, variant) of every mutation, in a fixed order."""
+    skip = _skipped(tree)
+    returns_none: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and isinstance(fn.returns, ast.Constant):
+            returns_none.update(id(n) for n in ast.walk(fn))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                if type(op) in _FLIPS:
+                    yield node, f"{type(op).__name__} -> {_FLIPS[type(op)].__name__}", 2 * k
+                if type(op) in _REVERSE:
+                    yield node, f"{type(op).__name__} -> {_REVERSE[type(op)].__name__}", 2 * k + 1
+        elif isinstance(node, ast.BoolOp):
+            yield node, "and -> or" if isinstance(node.op, ast.And) else "or -> and", 0
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            yield node, "not removed", 0
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
+            yield node, f"{node.value!r} -> {node.value + 1!r}", 0
+            yield node, f"{node.value!r} -> {0 if node.value else 1}", 1
+        elif isinstance(node, ast.Return) and node.value is not None:
+            if id(node) not in returns_none and not (
+                isinstance(node.value, ast.Constant) and node.value.value is None
+            ):
+                yield node, "return None", 0
+        elif isinstance(node, ast.Name) and node.id in ("min", "max"):
+            yield node, f"{node.id} -> {'max' if node.id == 'min' else 'min'}", 0
+
+
+def _apply(node: ast.AST, variant: int) -> None:
+    if isinstance(node, ast.Compare):
+        k, reverse = divmod(variant, 2)
+        table = _REVERSE if reverse else _FLIPS
+        node.ops[k] = table[type(node.ops[k])]()
+    elif isinstance(node, ast.BoolOp):
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif isinstance(node, ast.UnaryOp):
+        raise _Unwrap(node)  # `not x` -> `x`: its parent must take the operand instead
+    elif isinstance(node, ast.Constant):
+        node.value = node.value + 1 if variant == 0 else (0 if node.value else 1)
+    elif isinstance(node, ast.Return):
+        node.value = ast.Constant(None)
+    elif isinstance(node, ast.Name):
+        node.id = "max" if node.id == "min" else "min"
+
+
+class _Unwrap(Exception):
+    def __init__(self, node: ast.UnaryOp) -> None:
+        self.node = node
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, target: ast.UnaryOp) -> None:
+        self.target = target
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        if node is self.target:
+            return node.operand
+        return self.generic_visit(node)
+
+
+def mutants_of(module: str) -> list[tuple[Mutant, str]]:
+    """Every mutant of one module with the source it runs."""
+    source = (ROOT / module).read_text()
+    count = sum(1 for _ in _sites(ast.parse(source)))
+    out = []
+    for index in range(count):
+        tree = ast.parse(source)
+        node, what, variant = list(_sites(tree))[index]
+        try:
+            _apply(node, variant)
+        except _Unwrap as unwrap:
+            tree = _Replace(unwrap.node).visit(tree)
+        ast.fix_missing_locations(tree)
+        line = getattr(node, "lineno", 0)
+        out.append((Mutant(f"{module}:{index}", module, line, what), ast.unparse(tree)))
+    return out
+
+
+def _copy_tree(dest: Path) -> None:
+    git = shutil.which("git")
+    if git is None:
+        raise SystemExit("git is needed to list the repository's files")
+    files = subprocess.run(
+        [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return "survived" if proc.returncode == 0 else "killed"
+
+
+NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION))
+_before = False  # --before: the suite as it was before the tests written for this run
+
+
+def _tests(module: str, tree: Path) -> tuple[str, ...]:
+    return tuple(
+        t for t in MODULES[module] if (tree / t).exists() and not (_before and t in NEW_TESTS)
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="results JSON")
+    parser.add_argument("--rerun", type=Path, help="run only the survivors of this results JSON")
+    parser.add_argument("--module", action="append", help="only these modules (default: all)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--before", action="store_true", help="leave out " + ", ".join(NEW_TESTS))
+    args = parser.parse_args()
+    global _before
+    _before = args.before
+
+    modules = args.module or list(MODULES)
+    previous: dict[str, dict[str, str]] = {}
+    if args.rerun:
+        previous = {m["id"]: m for m in json.loads(args.rerun.read_text())["mutants"]}
+    work = [(m, src) for mod in modules for m, src in mutants_of(mod)]
+    if args.rerun:
+        for m, _ in work:
+            if m.id not in previous or previous[m.id]["what"] != m.what:
+                raise SystemExit(f"{m.id} is not the mutant of {args.rerun}: source changed")
+    todo = [(m, s) for m, s in work if not previous or previous[m.id]["status"] == "survived"]
+    # Each result is appended to OUT.partial as it comes: a run stopped half way resumes there.
+    partial = args.out.with_suffix(".partial")
+    done: dict[str, str] = {}
+    if partial.exists():
+        done = dict(line.split(" ", 1)[::-1] for line in partial.read_text().splitlines())
+    todo = [(m, s) for m, s in todo if m.id not in done]
+
+    trees = [Path(tempfile.mkdtemp(prefix=f"perfgate-mutate{i}-")) for i in range(args.jobs)]
+    for tree in trees:
+        _copy_tree(tree)
+    timeouts: dict[str, float] = {}
+    # Unmutated, each module's tests must pass; their time sets the limit per mutant.
+    for mod in dict.fromkeys(m.module for m, _ in todo):
+        start = time.monotonic()
+        if _pytest(trees[0], _tests(mod, trees[0]), 900) != "survived":
+            raise SystemExit(f"the tests of {mod} fail without any mutant")
+        timeouts[mod] = max(30.0, 3 * (time.monotonic() - start))
+        print(f"{mod}: {len(_tests(mod, trees[0]))} test files, limit {timeouts[mod]:.0f}s",
+              flush=True)  # fmt: skip
+
+    free = list(trees)
+    status: dict[str, str] = {m.id: previous[m.id]["status"] for m, _ in work if previous}
+    status.update(done)
+
+    def run(item: tuple[Mutant, str]) -> None:
+        mutant, source = item
+        tree = free.pop()
+        try:
+            (tree / mutant.module).write_text(source)
+            status[mutant.id] = _pytest(tree, _tests(mutant.module, tree), timeouts[mutant.module])
+            print(f"{status[mutant.id]:9} {mutant.module}:{mutant.line} {mutant.what}", flush=True)
+            with partial.open("a") as log:
+                log.write(f"{status[mutant.id]} {mutant.id}\n")
+        finally:
+            shutil.copy2(ROOT / mutant.module, tree / mutant.module)
+            free.append(tree)
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(run, todo))
+    for tree in trees:
+        shutil.rmtree(tree)
+
+    rows = [{**asdict(m), "status": status[m.id]} for m, _ in work]
+    counts = {
+        s: sum(1 for r in rows if r["status"] == s) for s in ("killed", "survived", "timeout")
+    }
+    detected = counts["killed"] + counts["timeout"]
+    summary = {**counts, "total": len(rows), "score": round(detected / len(rows), 4),
+               "seconds": round(time.monotonic() - start)}  # fmt: skip
+    args.out.write_text(json.dumps({"summary": summary, "mutants": rows}, indent=1) + "\n")
+    print(json.dumps(summary))
+    for r in rows:
+        if r["status"] == "survived":
+            print(f"survived {r['module']}:{r['line']} {r['what']}  [{r['id']}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""`perfgate baseline update --ratchet` only ever tightens a bound, and a kernel's history keeps
+its newest HISTORY_KEPT entries, oldest first.
+
+Real captures (tests/data/h200/real): the baseline is recorded from the build that launches an
+add twice, and ratcheted with the build that launches it once, so the add's `launches` and
+`total_time` improve. The recorded file is then edited the way perfgate itself writes a
+calibrated bound (a threshold and the `calibration` text that states it), to put the old bound
+on either side of the one the new captures calibrate.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from perfgate.baseline.load import load_baseline
+from perfgate.cli import main
+from perfgate.lifecycle.calibrate import TIME_FLOOR_LONG
+from perfgate.lifecycle.plan import HISTORY_KEPT, calibrated_bound
+from tests.conftest import ROOT
+
+H200 = ROOT / "tests" / "data" / "h200" / "real"
+ADD_2X = (
+    "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid 16384x1x1]"
+)
+METRIC = "total_time"
+
+
+def _runs(build: str) -> list[str]:
+    return [str(H200 / f"{build}-run{i}.csv") for i in (1, 2, 3)]
+
+
+def _cli(*args: str) -> None:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ratchet") / "b.yaml"
+    captures = [a for c in _runs("torch-redundant") for a in ("-c", c)]
+    _cli("baseline", "record", *captures, "-o", str(path), "--reason", "known good")
+    return path
+
+
+def _edited(recorded: Path, tmp_path: Path, edit: Any) -> Path:
+    doc = yaml.safe_load(recorded.read_text())
+    (kernel,) = [k for k in doc["kernels"] if k["id"] == ADD_2X]
+    edit(kernel)
+    target = tmp_path / "b.yaml"
+    target.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return target
+
+
+def _with_bound(relative: float) -> Any:
+    """The add's total_time with a bound perfgate calibrated, `relative` wide."""
+
+    def edit(kernel: dict[str, Any]) -> None:
+        metric = kernel["metrics"][METRIC]
+        metric["threshold"] = {"relative": relative, "absolute": 0.0}
+        metric["calibration"] = (
+            f"3 runs: spread 0.10% x 2 = 0.20%, floor 3.50% (x): floor {relative:.2%}"
+        )
+
+    return edit
+
+
+def _ratchet(target: Path) -> None:
+    _cli("baseline", "update", "--ratchet", "-b", str(target),
+         *[a for c in _runs("torch-flash") for a in ("-c", c)])  # fmt: skip
+
+
+def _metric(path: Path, name: str = METRIC) -> Any:
+    (kernel,) = [k for k in load_baseline(path).kernels if k.id == ADD_2X]
+    return next(m for m in kernel.metrics if m.name == name)
+
+
+def test_a_ratchet_keeps_a_tighter_old_bound(recorded: Path, tmp_path: Path) -> None:
+    # Tighter than any time bound perfgate calibrates: the floor for long kernels is the least.
+    tight = round(TIME_FLOOR_LONG / 2, 4)
+    target = _edited(recorded, tmp_path, _with_bound(tight))
+    _ratchet(target)
+    metric = _metric(target)
+    assert metric.threshold is not None and metric.threshold.relative == tight
+    assert calibrated_bound(metric.calibration) == (tight, 0.0)
+    assert metric.value < _metric(recorded).value  # the improvement itself was taken
+
+
+def test_a_ratchet_takes_a_tighter_new_bound(recorded: Path, tmp_path: Path) -> None:
+    # Looser than what 3 runs of a 44 us kernel calibrate, and still tighter than the
+    # improvement (about half the time: one launch of two), so the metric is ratcheted.
+    loose = 0.3
+    target = _edited(recorded, tmp_path, _with_bound(loose))
+    _ratchet(target)
+    metric = _metric(target)
+    bound = calibrated_bound(metric.calibration)
+    assert bound is not None and TIME_FLOOR_LONG <= bound[0] < loose
+    assert metric.threshold is not None and metric.threshold.relative == bound[0]
+    assert metric.value < _metric(recorded).value
+
+
+def _history(n: int) -> Any:
+    def edit(kernel: dict[str, Any]) -> None:
+        start = dt.date(2026, 1, 1)
+        kernel["history"] = [
+            {"date": f"{start + dt.timedelta(days=i):%Y-%m-%d}T00:00:00Z", "reason": f"change {i}"}
+            for i in range(n)
+        ]
+
+    return edit
+
+
+@pytest.mark.parametrize("before", [3, HISTORY_KEPT, HISTORY_KEPT + 2])
+def test_the_history_keeps_the_newest_entries_in_order(
+    recorded: Path, tmp_path: Path, before: int
+) -> None:
+    assert HISTORY_KEPT == 10  # docs/baselines.md: "The last 10 entries are kept per kernel."
+    target = _edited(recorded, tmp_path, _history(before))
+    _ratchet(target)
+    (kernel,) = [k for k in load_baseline(target).kernels if k.id == ADD_2X]
+    reasons = [h.reason for h in kernel.history]
+    kept_old = [f"change {i}" for i in range(before)][-(HISTORY_KEPT - 1) :] if before else []
+    assert reasons[:-1] == kept_old
+    assert len(reasons) == min(before + 1, HISTORY_KEPT)
+    assert reasons[-1] == "improved beyond its bound (perfgate baseline update --ratchet)"
+    assert kernel.history[-1].action == "ratchet"
