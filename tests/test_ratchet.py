@@ -129,3 +129,36 @@ def test_the_history_keeps_the_newest_entries_in_order(
     assert len(reasons) == min(before + 1, HISTORY_KEPT)
     assert reasons[-1] == "improved beyond its bound (perfgate baseline update --ratchet)"
     assert kernel.history[-1].action == "ratchet"
+
+
+def _default_bound(relative: float) -> Any:
+    """The add's total_time with no bound of its own: the file-wide `thresholds:` one stands,
+    `relative` wide (absolute 0), as a user who wants time gated tighter than the catalog sets."""
+
+    def edit(kernel: dict[str, Any]) -> None:
+        metric = kernel["metrics"][METRIC]
+        metric.pop("threshold", None)
+        metric.pop("calibration", None)
+
+    def edit_file(doc: dict[str, Any]) -> None:
+        doc["thresholds"] = {METRIC: {"relative": relative, "absolute": 0.0}}
+
+    edit.file = edit_file  # type: ignore[attr-defined]
+    return edit
+
+
+def test_a_ratchet_never_loosens_a_bound_it_did_not_calibrate(
+    recorded: Path, tmp_path: Path
+) -> None:
+    # Tighter than any time bound perfgate calibrates, set for the whole file: the bound the
+    # three new runs calibrate is looser, so the file's bound must stay the one in force.
+    tight = round(TIME_FLOOR_LONG / 2, 4)
+    edit = _default_bound(tight)
+    target = _edited(recorded, tmp_path, edit)
+    doc = yaml.safe_load(target.read_text())
+    edit.file(doc)
+    target.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _ratchet(target)
+    metric = _metric(target)
+    assert metric.threshold is None and metric.calibration is None
+    assert metric.value < _metric(recorded).value  # the improvement itself was taken

@@ -28,16 +28,17 @@ from perfgate.baseline.dump import (
 )
 from perfgate.baseline.fingerprint import to_document as fingerprint_document
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.judge.comparison import merged_bounds
 from perfgate.lifecycle.plan import (
     HISTORY_KEPT,
     Action,
     EditPlan,
     KernelEdit,
     Stamp,
-    calibrated_bound,
     history_entry,
     threshold_is_perfgates,
 )
+from perfgate.metrics.thresholds import Threshold
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
@@ -100,16 +101,36 @@ def _set(target: Any, key: str, value: Any) -> None:
     target[key] = _plain(value)
 
 
-def _tighter(old: MetricBaseline, fresh: Mapping[str, Any]) -> Mapping[str, Any]:
-    """For the ratchet: of the old and the fresh calibrated bounds, the tighter one."""
-    before = calibrated_bound(old.calibration)
-    after = calibrated_bound(fresh.get("calibration"))
-    if before is not None and after is not None and before[0] < after[0]:
-        return {"threshold": metric_document(old)["threshold"], "calibration": old.calibration}
-    return fresh
+def _allowance(threshold: Threshold, value: float) -> float:
+    # A change counts only beyond both parts of a bound (perfgate.judge.outcome): what a bound
+    # lets a value move is the larger of the two.
+    return max(threshold.relative * abs(value), threshold.absolute)
 
 
-def _metric(entry: Any, old: MetricBaseline | None, fresh: MetricBaseline, action: Action) -> None:
+def _tighter(
+    old: MetricBaseline, fresh: MetricBaseline, new: Mapping[str, Any], baseline: Baseline
+) -> Mapping[str, Any]:
+    """For the ratchet: of the bound in force (the old calibrated one, else the file's or the
+    catalog's) and the fresh calibrated one, the one that lets the new value move less. The
+    ratchet only ever tightens, so a bound it did not calibrate is never swapped for a looser
+    one calibrated from noisier runs."""
+    if isinstance(fresh.value, str):
+        return new
+    in_force = merged_bounds(old.definition, old, baseline).threshold
+    proposed = merged_bounds(fresh.definition, fresh, baseline).threshold
+    if _allowance(proposed, fresh.value) <= _allowance(in_force, fresh.value):
+        return new
+    kept = metric_document(old)
+    return {key: kept[key] for key in ("threshold", "calibration") if key in kept}
+
+
+def _metric(
+    entry: Any,
+    old: MetricBaseline | None,
+    fresh: MetricBaseline,
+    action: Action,
+    baseline: Baseline,
+) -> None:
     new = metric_document(fresh)
     if old is None:
         entry[fresh.name] = _plain(new)
@@ -125,7 +146,7 @@ def _metric(entry: Any, old: MetricBaseline | None, fresh: MetricBaseline, actio
             del target[key]
     if not threshold_is_perfgates(old) or "calibration" not in new:
         return  # somebody's bound, or too few runs to calibrate one: the old bound stands
-    bound = _tighter(old, new) if action is Action.RATCHET else new
+    bound = _tighter(old, fresh, new, baseline) if action is Action.RATCHET else new
     for key in ("threshold", "calibration"):
         if key in bound:
             _set(target, key, bound[key])
@@ -134,7 +155,12 @@ def _metric(entry: Any, old: MetricBaseline | None, fresh: MetricBaseline, actio
 
 
 def _kernel(
-    entry: Any, old: KernelBaseline, edit: KernelEdit, reason: str | None, when: Stamp
+    entry: Any,
+    old: KernelBaseline,
+    edit: KernelEdit,
+    reason: str | None,
+    when: Stamp,
+    baseline: Baseline,
 ) -> None:
     fresh = edit.fresh
     assert fresh is not None
@@ -146,7 +172,7 @@ def _kernel(
     metrics = entry["metrics"]
     for metric in fresh.metrics:
         if metric.name in edit.metrics:
-            _metric(metrics, olds.get(metric.name), metric, edit.action)
+            _metric(metrics, olds.get(metric.name), metric, edit.action, baseline)
     if edit.action is not Action.RATCHET:
         if fresh.info:
             _set(entry, "info", {k: tidy(v) for k, v in fresh.info.items()})
@@ -194,7 +220,7 @@ def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, whe
                 {"id": edit.kernel, "date": when.date, "by": when.by, "reason": reason or ""}
             )
             continue
-        _kernel(kernels[i], baseline.kernels[i], edit, reason, when)
+        _kernel(kernels[i], baseline.kernels[i], edit, reason, when, baseline)
     for i in sorted(removed, reverse=True):
         del kernels[i]
     provenance = doc.get("provenance")
