@@ -11,6 +11,7 @@ on either side of the one the new captures calibrate.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from perfgate.baseline.load import load_baseline
 from perfgate.cli import main
 from perfgate.lifecycle.calibrate import TIME_FLOOR_LONG
-from perfgate.lifecycle.plan import HISTORY_KEPT, calibrated_bound
+from perfgate.lifecycle.plan import HISTORY_KEPT, calibrated_bound, threshold_is_perfgates
 from tests.conftest import ROOT
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"
@@ -162,3 +163,20 @@ def test_a_ratchet_never_loosens_a_bound_it_did_not_calibrate(
     metric = _metric(target)
     assert metric.threshold is None and metric.calibration is None
     assert metric.value < _metric(recorded).value  # the improvement itself was taken
+
+
+def test_a_bound_calibrated_around_zero_is_perfgates_to_replace(recorded: Path) -> None:
+    # Runs whose median is 0 get an absolute bound ("3 runs around 0: absolute 0.5 ..."); the
+    # file holds the catalog floor's relative part beside it. `update` must re-record such a
+    # bound as it does every bound perfgate calibrated, not keep it as a hand edit.
+    around = [
+        m
+        for k in load_baseline(recorded).kernels
+        for m in k.metrics
+        if m.calibration and "around 0" in m.calibration
+    ]
+    assert around
+    for metric in around:
+        assert threshold_is_perfgates(metric), metric.calibration
+        edited = replace(metric, threshold=replace(metric.threshold, absolute=0.25))
+        assert not threshold_is_perfgates(edited)  # a hand edit of it still stays

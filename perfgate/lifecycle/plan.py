@@ -38,8 +38,10 @@ from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
 from perfgate.judge.policy import acceptable
 from perfgate.judge.states import KernelState
+from perfgate.lifecycle.calibrate import floor_for
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
+from perfgate.metrics.thresholds import ThresholdOverride
 from perfgate.verdicts.check import CheckSettings, check
 from perfgate.verdicts.model import CheckResult, KernelVerdict
 
@@ -165,6 +167,20 @@ def calibrated_bound(text: str | None) -> tuple[float, float] | None:
     return round(float(m["relative"]) / 100, 4), float(m["absolute"] or 0.0)
 
 
+# Runs whose median is 0: the text states the absolute part it chose, as `{:g}`; the relative
+# part beside it is the catalog floor's (perfgate.lifecycle.calibrate.calibrate).
+_AROUND_ZERO = re.compile(r" runs around 0: absolute (?P<absolute>[0-9.e+-]+) \(")
+
+
+def _is_around_zero_bound(metric: MetricBaseline, t: ThresholdOverride) -> bool:
+    m = _AROUND_ZERO.search(metric.calibration or "")
+    return (
+        m is not None
+        and (t.relative or 0.0) == floor_for(metric.definition, None).relative
+        and f"{t.absolute or 0.0:g}" == m["absolute"]
+    )
+
+
 def threshold_is_perfgates(metric: MetricBaseline) -> bool:
     """A numeric threshold is perfgate's to replace when it is exactly the bound its
     `calibration` text states; anything else is somebody's decision and stays."""
@@ -175,8 +191,12 @@ def threshold_is_perfgates(metric: MetricBaseline) -> bool:
         getattr(metric.check, k) is not None for k in ("stable", "expect", "forbid", "margin")
     ):
         return False
+    if t.direction is not None:
+        return False
+    if _is_around_zero_bound(metric, t):
+        return True
     bound = calibrated_bound(metric.calibration)
-    if bound is None or t.direction is not None:
+    if bound is None:
         return False
     relative, absolute = bound
     return (t.relative or 0.0) == relative and (t.absolute or 0.0) == absolute
