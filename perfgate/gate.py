@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     # Loaded where they are used: a check needs none of them (docs/scale.md).
     from perfgate.lifecycle.plan import EditPlan
     from perfgate.lifecycle.record import RecordResult, RecordSettings
-    from perfgate.lifecycle.review import BaselineDiff, BaselineView
+    from perfgate.lifecycle.views import BaselineDiff, BaselineView
 
 
 @dataclass(frozen=True)
@@ -173,13 +173,13 @@ def run_update(request: EditRequest) -> EditResult:
 
 
 def run_show(path: str, patterns: tuple[str, ...]) -> BaselineView:
-    from perfgate.lifecycle.review import view
+    from perfgate.lifecycle.views import view
 
     return view(load_baseline(path), patterns)
 
 
 def run_diff(before: str, after: str) -> BaselineDiff:
-    from perfgate.lifecycle.review import diff
+    from perfgate.lifecycle.views import diff
 
     return diff(load_baseline(before), load_baseline(after))
 

@@ -1,12 +1,12 @@
 """`perfgate baseline show` and `perfgate baseline diff`: pure functions from the review
-models (perfgate.lifecycle.review) to text or markdown."""
+models (perfgate.lifecycle.views) to text or markdown."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from perfgate.baseline.model import HistoryEntry
-from perfgate.lifecycle.review import (
+from perfgate.lifecycle.views import (
     BaselineDiff,
     BaselineView,
     KernelChange,
