@@ -20,11 +20,14 @@ from dataclasses import replace
 import pytest
 
 from perfgate.baseline.load import parse_baseline
+from perfgate.baseline.model import MetricBaseline
 from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import Capture, Launch
-from perfgate.judge.comparison import State
+from perfgate.judge.comparison import Bounds, State, compare_metric
 from perfgate.judge.states import KernelState
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.thresholds import CategoricalCheck
 from perfgate.verdicts.check import check
 from perfgate.verdicts.model import CheckResult
 from tests.conftest import data
@@ -328,3 +331,48 @@ def test_a_metric_another_architecture_does_not_measure_is_skipped_not_failed(
     assert [v.state for v in result.verdicts] == [expected]
     assert any(c.state is State.SKIPPED for v in result.verdicts for c in v.comparisons)
     assert result.exit_code is EXIT.get(expected, ExitCode.OK)
+
+
+# compare_metric is the one judgement of a metric (perfgate.judge.comparison): called directly
+# here for what a check of real captures does not reach at an edge.
+
+
+def _bounds(name: str, **check: object) -> Bounds:
+    defn = lookup(name)
+    return Bounds(defn.threshold, CategoricalCheck(**check), defn.direction)  # type: ignore[arg-type]
+
+
+def test_the_bound_is_worded_from_the_bounds_unless_given() -> None:
+    metric = MetricBaseline("registers_per_thread", 32.0, 32.0, 32.0)
+    bounds = _bounds("registers_per_thread")
+    worded = compare_metric("k", metric, lookup("registers_per_thread"), 40.0, "", bounds)
+    assert worded.state is State.REGRESSED
+    assert worded.bound == "+0 (exact)"  # an exact counter: any growth counts
+    given = compare_metric("k", metric, lookup("registers_per_thread"), 40.0, "", bounds, "b")
+    assert given.bound == "b"
+
+
+def test_a_dominant_stall_absent_from_the_shares_counts_as_no_share() -> None:
+    # The old dominant reason has no share in the current capture: it counts as 0 points, so
+    # the new one leads by its whole share. 2.5 points against a margin of 2: a regression.
+    metric = MetricBaseline("dominant_stall", "long_scoreboard")
+    defn = lookup("dominant_stall")
+    bounds = _bounds("dominant_stall", stable=True, margin=2.0)
+    shares = {"wait": 2.5, "math_pipe_throttle": 1.0}
+    got = compare_metric("k", metric, defn, "wait", "", bounds, current_shares=shares)
+    assert got.state is State.REGRESSED
+    # And a new top reason at 1.5 points leads by no more than the margin: within it.
+    shares = {"wait": 1.5, "math_pipe_throttle": 1.0}
+    got = compare_metric("k", metric, defn, "wait", "", bounds, current_shares=shares)
+    assert got.state is State.PASS
+
+
+def test_the_margin_is_for_the_dominant_stall_alone() -> None:
+    # The occupancy limiter has no shares and no margin: any change of it counts, even when
+    # shares are at hand.
+    metric = MetricBaseline("occupancy_limiter", "registers")
+    defn = lookup("occupancy_limiter")
+    bounds = _bounds("occupancy_limiter", stable=True, margin=50.0)
+    shares = {"shared_mem": 10.0, "registers": 9.0}
+    got = compare_metric("k", metric, defn, "shared_mem", "", bounds, current_shares=shares)
+    assert got.state is State.REGRESSED

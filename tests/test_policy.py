@@ -10,7 +10,7 @@ from unittest import mock
 
 import pytest
 
-from perfgate.common.errors import ExitCode
+from perfgate.common.errors import ExitCode, UsageError
 from perfgate.judge import policy, states
 from perfgate.judge.policy import FailOn, Meaning, kernel_exit_code, meaning, worst_exit_code
 from perfgate.judge.states import KernelState
@@ -78,3 +78,40 @@ def test_which_states_pass_quietly_and_which_accept_takes() -> None:
     # accept takes what fails the build and has values to take: not an incomplete kernel.
     taken = {s for s in KernelState if policy.acceptable(s)}
     assert taken == {KernelState.REGRESSED, KernelState.MISSING}
+
+
+def test_which_states_need_attention() -> None:
+    # Attention: what fails the build under the default policy or could not be judged.
+    need = {s for s in KernelState if policy.failing(s)}
+    assert need == {
+        KernelState.REGRESSED,
+        KernelState.MISSING,
+        KernelState.INCOMPLETE,
+        KernelState.ERROR,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("regression", {FailOn.REGRESSION}),
+        ("missing", {FailOn.MISSING}),
+        ("regression,missing", {FailOn.REGRESSION, FailOn.MISSING}),
+        (" missing , regression ", {FailOn.REGRESSION, FailOn.MISSING}),
+        ("never", set()),
+    ],
+)
+def test_fail_on_words(text: str, expected: set[FailOn]) -> None:
+    assert policy.parse_fail_on(text) == frozenset(expected)
+
+
+@pytest.mark.parametrize("text", ["", "always", "regression,never", "regressions"])
+def test_fail_on_refuses_other_words(text: str) -> None:
+    with pytest.raises(UsageError, match="--fail-on"):
+        policy.parse_fail_on(text)
+
+
+def test_an_internal_error_outranks_an_input_error_in_either_order() -> None:
+    pair = [ExitCode.INPUT_ERROR, ExitCode.INTERNAL_ERROR]
+    assert worst_exit_code(pair) is ExitCode.INTERNAL_ERROR
+    assert worst_exit_code(reversed(pair)) is ExitCode.INTERNAL_ERROR
