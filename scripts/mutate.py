@@ -53,9 +53,13 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
                                       *_NEW_MATCH),
     "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE),
-    "perfgate/lifecycle/plan.py": ("tests/test_lifecycle.py", *_NEW_RATCHET),
+    "perfgate/lifecycle/plan.py": (
+        "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
+    ),
     # The ratchet's comparison of bounds is in the editor.
-    "perfgate/lifecycle/edit.py": (*_NEW_RATCHET, "tests/test_lifecycle.py"),
+    "perfgate/lifecycle/edit.py": (
+        *_NEW_RATCHET, "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py",
+    ),
 }  # fmt: skip
 
 # Functions left out: who accepts a change and when (environment plumbing, no judgement).
