@@ -6,8 +6,11 @@ Real captures: tests/data/h200/real (the PyTorch model, torch-flash build)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from perfgate.baseline.load import load_baseline
@@ -106,3 +109,107 @@ def test_a_kernel_without_fresh_values_is_left_as_it_was(partial: Baseline) -> N
     plan = plan_update(baseline, read_capture(RUN))
     assert kernel.id not in [e.kernel for e in plan.edits]
     assert any(line.startswith(f"{kernel.id}:") for line in plan.left)
+
+
+# The editor (perfgate.lifecycle.edit) on a baseline recorded from 3 runs of the build that
+# launches an add twice, updated or ratcheted with 3 runs of the build that launches it once.
+H200 = ROOT / "tests" / "data" / "h200" / "real"
+ADD_2X = (
+    "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid 16384x1x1]"
+)
+
+
+def _runs(build: str) -> list[str]:
+    return [a for i in (1, 2, 3) for a in ("-c", str(H200 / f"{build}-run{i}.csv"))]
+
+
+def _cli(*args: str) -> None:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def redundant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("editor") / "b.yaml"
+    _cli("baseline", "record", *_runs("torch-redundant"), "-o", str(path), "--reason", "good")
+    return path
+
+
+def _edited(source: Path, tmp_path: Path, edit: Any) -> Path:
+    doc = yaml.safe_load(source.read_text())
+    edit(doc, next(k for k in doc["kernels"] if k["id"] == ADD_2X))
+    target = tmp_path / "b.yaml"
+    target.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return target
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    doc = yaml.safe_load(path.read_text())
+    return next(k for k in doc["kernels"] if k["id"] == ADD_2X)
+
+
+def test_update_keeps_a_hand_set_bound_on_a_metric_it_calibrates(
+    redundant: Path, tmp_path: Path
+) -> None:
+    def edit(doc: dict[str, Any], kernel: dict[str, Any]) -> None:
+        kernel["metrics"]["total_time"]["threshold"] = {"relative": 0.2}
+        kernel["metrics"]["total_time"].pop("calibration", None)
+
+    target = _edited(redundant, tmp_path, edit)
+    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    metric = _entry(target)["metrics"]["total_time"]
+    assert metric["threshold"] == {"relative": 0.2}
+    assert "calibration" not in metric
+    # Its neighbour without a hand-set bound took the calibration of the new runs.
+    assert "calibration" in _entry(target)["metrics"]["duration"]
+
+
+def test_update_keeps_an_explicit_match(redundant: Path, tmp_path: Path) -> None:
+    # A regex the user wrote, at the kernel's shape: update must not swap it for the name.
+    chosen = {"regex": "CUDAFunctor_add<float>", "grid": [16384, 1, 1], "block": [128, 1, 1]}
+
+    def edit(doc: dict[str, Any], kernel: dict[str, Any]) -> None:
+        kernel["match"] = dict(chosen)
+
+    target = _edited(redundant, tmp_path, edit)
+    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    assert _entry(target)["match"] == chosen
+
+
+def test_update_refreshes_info(redundant: Path, tmp_path: Path) -> None:
+    def edit(doc: dict[str, Any], kernel: dict[str, Any]) -> None:
+        kernel["info"] = {"registers_per_thread": -1}
+
+    target = _edited(redundant, tmp_path, edit)
+    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    assert _entry(target)["info"] != {"registers_per_thread": -1}  # re-recorded
+
+
+def test_the_ratchet_takes_improved_metrics_only(redundant: Path, tmp_path: Path) -> None:
+    def edit(doc: dict[str, Any], kernel: dict[str, Any]) -> None:
+        kernel["info"] = {"registers_per_thread": -1}
+
+    target = _edited(redundant, tmp_path, edit)
+    before = _entry(target)
+    _cli("baseline", "update", "--ratchet", "-b", str(target), *_runs("torch-flash"))
+    after = _entry(target)
+    assert after["info"] == {"registers_per_thread": -1}  # not a gated metric: untouched
+    assert after.get("launches") == before.get("launches")
+    assert after["metrics"]["total_time"]["value"] < before["metrics"]["total_time"]["value"]
+
+
+@pytest.mark.parametrize("with_provenance", [True, False])
+def test_an_edit_stamps_the_provenance(
+    redundant: Path, tmp_path: Path, with_provenance: bool
+) -> None:
+    def edit(doc: dict[str, Any], kernel: dict[str, Any]) -> None:
+        if not with_provenance:
+            doc.pop("provenance", None)
+
+    target = _edited(redundant, tmp_path, edit)
+    recorded = yaml.safe_load(target.read_text()).get("provenance")
+    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--by", "ci")
+    provenance = yaml.safe_load(target.read_text())["provenance"]
+    assert provenance["updated_by"] == "ci" and provenance["updated_at"]
+    if with_provenance:
+        assert provenance["recorded_at"] == recorded["recorded_at"]
