@@ -213,3 +213,21 @@ def test_an_edit_stamps_the_provenance(
     assert provenance["updated_by"] == "ci" and provenance["updated_at"]
     if with_provenance:
         assert provenance["recorded_at"] == recorded["recorded_at"]
+
+
+def test_an_update_from_the_recorded_runs_changes_nothing_but_the_provenance(
+    tmp_path: Path,
+) -> None:
+    # The same three runs: every value, bound, match and info is what the file holds, so the
+    # writer must leave every line as it was (layout, quoting, key order) and only stamp the
+    # update under provenance, after what record wrote there.
+    path = tmp_path / "b.yaml"
+    _cli("baseline", "record", *_runs("torch-flash"), "-o", str(path))
+    before = path.read_text().splitlines()
+    _cli("baseline", "update", "-b", str(path), *_runs("torch-flash"), "--by", "ci")
+    after = path.read_text().splitlines()
+    added = [line for line in after if line not in before]
+    assert [line.split(":")[0] for line in added] == ["  updated_at", "  updated_by"]
+    assert [line for line in after if line not in added] == before
+    recorded = next(i for i, line in enumerate(after) if line.startswith("  recorded_"))
+    assert after.index(added[0]) > recorded
