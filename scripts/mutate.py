@@ -47,8 +47,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/judge/comparison.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/judge/policy.py": ("tests/test_policy.py", *_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/identity/matching.py": (
-        "tests/test_matching.py", "tests/test_identity.py", "tests/test_real_changes.py",
-        "tests/test_check.py", *_NEW_MATCH,
+        "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",
+        "tests/test_real_changes.py", "tests/test_check.py",
     ),
     "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
                                       *_NEW_MATCH),
