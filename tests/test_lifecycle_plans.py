@@ -50,6 +50,28 @@ def _metric(threshold: ThresholdOverride | None, calibration: str | None = CALIB
         (_metric(ThresholdOverride(0.035, 0.0, Direction.LOWER_IS_WORSE)), False),
         (_metric(ThresholdOverride(0.035, 0.0), check=CategoricalOverride(stable=False)), False),
         (_metric(ThresholdOverride(0.035, 0.0), check=CategoricalOverride()), True),
+        # A bound with no relative part, as the text states one of 0%.
+        (_metric(ThresholdOverride(None, 0.0), CALIBRATED.replace("3.50%", "0.00%")), True),
+        # Runs around 0: the text states the absolute part; the relative is the floor's (an
+        # exact counter's floor is 0, so no relative part at all is the same bound).
+        (
+            MetricBaseline(
+                "registers_per_thread",
+                0.0,
+                threshold=ThresholdOverride(None, 2.0),
+                calibration="3 runs around 0: absolute 2 (exact)",
+            ),
+            True,
+        ),
+        (
+            MetricBaseline(
+                "registers_per_thread",
+                0.0,
+                threshold=ThresholdOverride(None, 3.0),
+                calibration="3 runs around 0: absolute 2 (exact)",
+            ),
+            False,
+        ),
     ],
 )
 def test_which_bounds_are_perfgates_to_re_record(metric: MetricBaseline, perfgates: bool) -> None:
