@@ -39,3 +39,26 @@ def copy_data(tmp_path: Path):
         return dest
 
     return _copy
+
+
+# The PyTorch model's captures on an H200 (tests/data/h200/real/README.md): three runs of each
+# build. The build `torch-redundant` launches this add twice; `torch-flash` once.
+H200_REAL = ROOT / "tests" / "data" / "h200" / "real"
+ADD_2X = (
+    "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid 16384x1x1]"
+)
+
+
+def run_args(build: str) -> list[str]:
+    """`-c FILE` for each of the three runs of a build under tests/data/h200/real."""
+    return [a for i in (1, 2, 3) for a in ("-c", str(H200_REAL / f"{build}-run{i}.csv"))]
+
+
+def cli_ok(*args: str) -> None:
+    """Run perfgate's command line in-process; it must succeed."""
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output

@@ -20,7 +20,7 @@ from perfgate.common.errors import UsageError
 from perfgate.ingest import read_capture
 from perfgate.lifecycle.plan import Action, plan_accept, plan_update, threshold_is_perfgates
 from perfgate.metrics.thresholds import CategoricalOverride, Direction, ThresholdOverride
-from tests.conftest import ROOT
+from tests.conftest import ADD_2X, ROOT, cli_ok, run_args
 
 RUN = ROOT / "tests" / "data" / "h200" / "real" / "torch-flash-run1.csv"
 CALIBRATED = "3 runs: spread 0.10% x 2 = 0.20%, floor 3.50% (x): floor 3.50%"
@@ -135,25 +135,10 @@ def test_a_kernel_without_fresh_values_is_left_as_it_was(partial: Baseline) -> N
 
 # The editor (perfgate.lifecycle.edit) on a baseline recorded from 3 runs of the build that
 # launches an add twice, updated or ratcheted with 3 runs of the build that launches it once.
-H200 = ROOT / "tests" / "data" / "h200" / "real"
-ADD_2X = (
-    "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid 16384x1x1]"
-)
-
-
-def _runs(build: str) -> list[str]:
-    return [a for i in (1, 2, 3) for a in ("-c", str(H200 / f"{build}-run{i}.csv"))]
-
-
-def _cli(*args: str) -> None:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-
-
 @pytest.fixture(scope="module")
 def redundant(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("editor") / "b.yaml"
-    _cli("baseline", "record", *_runs("torch-redundant"), "-o", str(path), "--reason", "good")
+    cli_ok("baseline", "record", *run_args("torch-redundant"), "-o", str(path), "--reason", "good")
     return path
 
 
@@ -178,7 +163,7 @@ def test_update_keeps_a_hand_set_bound_on_a_metric_it_calibrates(
         kernel["metrics"]["total_time"].pop("calibration", None)
 
     target = _edited(redundant, tmp_path, edit)
-    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    cli_ok("baseline", "update", "-b", str(target), *run_args("torch-flash"), "--reason", "x")
     metric = _entry(target)["metrics"]["total_time"]
     assert metric["threshold"] == {"relative": 0.2}
     assert "calibration" not in metric
@@ -194,7 +179,7 @@ def test_update_keeps_an_explicit_match(redundant: Path, tmp_path: Path) -> None
         kernel["match"] = dict(chosen)
 
     target = _edited(redundant, tmp_path, edit)
-    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    cli_ok("baseline", "update", "-b", str(target), *run_args("torch-flash"), "--reason", "x")
     assert _entry(target)["match"] == chosen
 
 
@@ -203,7 +188,7 @@ def test_update_refreshes_info(redundant: Path, tmp_path: Path) -> None:
         kernel["info"] = {"registers_per_thread": -1}
 
     target = _edited(redundant, tmp_path, edit)
-    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--reason", "x")
+    cli_ok("baseline", "update", "-b", str(target), *run_args("torch-flash"), "--reason", "x")
     assert _entry(target)["info"] != {"registers_per_thread": -1}  # re-recorded
 
 
@@ -213,7 +198,7 @@ def test_the_ratchet_takes_improved_metrics_only(redundant: Path, tmp_path: Path
 
     target = _edited(redundant, tmp_path, edit)
     before = _entry(target)
-    _cli("baseline", "update", "--ratchet", "-b", str(target), *_runs("torch-flash"))
+    cli_ok("baseline", "update", "--ratchet", "-b", str(target), *run_args("torch-flash"))
     after = _entry(target)
     assert after["info"] == {"registers_per_thread": -1}  # not a gated metric: untouched
     assert after.get("launches") == before.get("launches")
@@ -230,7 +215,7 @@ def test_an_edit_stamps_the_provenance(
 
     target = _edited(redundant, tmp_path, edit)
     recorded = yaml.safe_load(target.read_text()).get("provenance")
-    _cli("baseline", "update", "-b", str(target), *_runs("torch-flash"), "--by", "ci")
+    cli_ok("baseline", "update", "-b", str(target), *run_args("torch-flash"), "--by", "ci")
     provenance = yaml.safe_load(target.read_text())["provenance"]
     assert provenance["updated_by"] == "ci" and provenance["updated_at"]
     if with_provenance:
@@ -244,9 +229,9 @@ def test_an_update_from_the_recorded_runs_changes_nothing_but_the_provenance(
     # writer must leave every line as it was (layout, quoting, key order) and only stamp the
     # update under provenance, after what record wrote there.
     path = tmp_path / "b.yaml"
-    _cli("baseline", "record", *_runs("torch-flash"), "-o", str(path))
+    cli_ok("baseline", "record", *run_args("torch-flash"), "-o", str(path))
     before = path.read_text().splitlines()
-    _cli("baseline", "update", "-b", str(path), *_runs("torch-flash"), "--by", "ci")
+    cli_ok("baseline", "update", "-b", str(path), *run_args("torch-flash"), "--by", "ci")
     after = path.read_text().splitlines()
     added = [line for line in after if line not in before]
     assert [line.split(":")[0] for line in added] == ["  updated_at", "  updated_by"]

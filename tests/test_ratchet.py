@@ -17,35 +17,27 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
 from perfgate.baseline.load import load_baseline
-from perfgate.cli import main
 from perfgate.lifecycle.calibrate import TIME_FLOOR_LONG
 from perfgate.lifecycle.plan import HISTORY_KEPT, calibrated_bound, threshold_is_perfgates
-from tests.conftest import ROOT
+from tests.conftest import ADD_2X, cli_ok, run_args
 
-H200 = ROOT / "tests" / "data" / "h200" / "real"
-ADD_2X = (
-    "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char *, 3>> [grid 16384x1x1]"
-)
 METRIC = "total_time"
-
-
-def _runs(build: str) -> list[str]:
-    return [str(H200 / f"{build}-run{i}.csv") for i in (1, 2, 3)]
-
-
-def _cli(*args: str) -> None:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ratchet") / "b.yaml"
-    captures = [a for c in _runs("torch-redundant") for a in ("-c", c)]
-    _cli("baseline", "record", *captures, "-o", str(path), "--reason", "known good")
+    cli_ok(
+        "baseline",
+        "record",
+        *run_args("torch-redundant"),
+        "-o",
+        str(path),
+        "--reason",
+        "known good",
+    )
     return path
 
 
@@ -72,8 +64,7 @@ def _with_bound(relative: float) -> Any:
 
 
 def _ratchet(target: Path) -> None:
-    _cli("baseline", "update", "--ratchet", "-b", str(target),
-         *[a for c in _runs("torch-flash") for a in ("-c", c)])  # fmt: skip
+    cli_ok("baseline", "update", "--ratchet", "-b", str(target), *run_args("torch-flash"))
 
 
 def _metric(path: Path, name: str = METRIC) -> Any:
