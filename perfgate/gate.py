@@ -18,7 +18,7 @@ from perfgate.common.errors import ExitCode, PerfgateError, UsageError
 from perfgate.common.fileio import check_outputs, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.judge.policy import FailOn, Meaning, meaning
+from perfgate.judge.policy import FailOn
 from perfgate.judge.states import KernelState
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
@@ -285,13 +285,8 @@ def _one_line(text: str) -> str:
 
 
 def policy_exit_code(report: Report, policy: frozenset[FailOn]) -> ExitCode:
-    """The exit code under --fail-on: a gate failure the policy does not fail on exits 0.
-    Unusable input (exit 2) is never relaxed: the gate could not judge."""
-    code = report.exit_code
-    if code is not ExitCode.GATE_FAILED:
-        return code
-    failing = any(meaning(v.state, policy) is Meaning.FAILS for v in report.verdicts)
-    return ExitCode.GATE_FAILED if failing else ExitCode.OK
+    """The exit code under --fail-on: a gate failure the policy does not fail on exits 0."""
+    return report.exit_code_under(policy)
 
 
 @dataclass(frozen=True)

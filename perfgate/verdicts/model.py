@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from perfgate.causes.model import CauseKind, RootCause
 from perfgate.common.errors import ExitCode
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.policy import kernel_exit_code, worst_exit_code
+from perfgate.judge.policy import DEFAULT_POLICY, FailOn, kernel_exit_code, worst_exit_code
 from perfgate.judge.states import SEVERITY, KernelState
 
 
@@ -102,14 +102,19 @@ class Report:
 
     @property
     def exit_code(self) -> ExitCode:
+        """The gate's verdict as an exit code: every state under the default policy."""
+        return self.exit_code_under(DEFAULT_POLICY)
+
+    def exit_code_under(self, policy: frozenset[FailOn]) -> ExitCode:
+        """The exit code under a `--fail-on` policy (perfgate.judge.policy's table). Unusable
+        input is never relaxed: the gate could not judge."""
         if self.problems:
             return ExitCode.INPUT_ERROR
-        codes = [r.exit_code for r in self.results]
         gated = [v for r in self.results for v in r.verdicts if v.state is not KernelState.NEW]
         if gated and all(v.state is KernelState.SKIPPED for v in gated):
             # Nothing could be judged (captures from another architecture): never a pass.
             return ExitCode.INPUT_ERROR
-        return worst_exit_code(codes)
+        return worst_exit_code(kernel_exit_code(v.state, policy) for v in self.verdicts)
 
     @property
     def verdicts(self) -> tuple[KernelVerdict, ...]:
