@@ -5,6 +5,7 @@ Real captures: tests/data/h200/real (the PyTorch model, torch-flash build)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -107,20 +108,14 @@ def test_accept_takes_the_kernels_a_pattern_names_by_id_or_by_name(partial: Base
     # names one.
     with pytest.raises(UsageError, match="nothing to accept"):
         plan_accept(partial, capture)
-    by_id = plan_accept(partial, capture, patterns=[f"^{_escape(first.id)}$"]).edits
+    by_id = plan_accept(partial, capture, patterns=[f"^{re.escape(first.id)}$"]).edits
     assert [e.kernel for e in by_id] == [first.id]
     name = first.name or first.match.name
     assert name
-    by_name = plan_accept(partial, capture, patterns=[f"^{_escape(name)}$"]).edits
+    by_name = plan_accept(partial, capture, patterns=[f"^{re.escape(name)}$"]).edits
     assert first.id in [e.kernel for e in by_name]
     with pytest.raises(UsageError):
         plan_accept(partial, capture, patterns=["^no such kernel$"])
-
-
-def _escape(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 def test_a_kernel_without_fresh_values_is_left_as_it_was(partial: Baseline) -> None:
