@@ -36,7 +36,7 @@ from perfgate.metrics.measure import (
     rule_speedups,
 )
 from perfgate.metrics.names import absent_note
-from perfgate.metrics.thresholds import describe_bound
+from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
 
 
@@ -174,9 +174,16 @@ def _explicit(kernel: KernelBaseline, baseline: Baseline) -> frozenset[str]:
     own = {
         m.name
         for m in kernel.metrics
-        if (m.threshold is not None and m.calibration is None) or m.check is not None
+        if (m.threshold is not None and m.calibration is None) or _sets_check(m.check)
     }
     return frozenset(own | set(baseline.thresholds) | set(baseline.checks))
+
+
+def _sets_check(check: CategoricalOverride | None) -> bool:
+    # The loader gives every metric an override, empty where the file wrote none.
+    return check is not None and any(
+        v is not None for v in (check.stable, check.expect, check.forbid, check.margin)
+    )
 
 
 def _note_evidence(
