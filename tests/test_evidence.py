@@ -8,11 +8,13 @@ benchmarks/detection.py does."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -135,6 +137,8 @@ def test_an_evidence_metric_beyond_its_bound_alone_is_noted(
     assert int(report.exit_code) == 0
     doc = json_report.to_dict(report)
     assert doc["noted"] == 1 and doc["status"] == "passed"
+    schema = json.loads((ROOT / "schemas" / "result.schema.json").read_text())
+    jsonschema.validate(doc, schema)  # "noted" is a state and a count the schema knows
     assert "1 evidence metric beyond bound" in text.render(report)
     assert any(
         "noted: achieved_occupancy" in line for line in text.render(report, True).split("\n")
