@@ -569,10 +569,13 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     from perfgate.metrics.catalog import (
         CATALOG_LIST,
         COLD_START_STALLS,
+        STALL_CPI_PREFIX,
+        STALL_CPI_THRESHOLD,
         STALL_PREFIX,
         STALL_THRESHOLD,
         catalog_markdown,
         ncu_metrics,
+        role_of,
     )
     from perfgate.metrics.thresholds import Direction, describe_bound
 
@@ -582,25 +585,34 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     if as_markdown:
         click.echo(catalog_markdown(), nl=False)
         return
-    rows = [("METRIC", "NOISE", "GATED", "DEFAULT BOUND", "WHAT")]
+    rows = [("METRIC", "ROLE", "NOISE", "GATED", "DEFAULT BOUND", "WHAT")]
     sources = []
     for m in CATALOG_LIST:
         bound = "categorical" if m.categorical else describe_bound(m.threshold, m.direction, m.unit)
-        rows.append((m.name, m.noise.value, "default" if m.default else "opt-in", bound, m.title))
+        default = "default" if m.default else "opt-in"
+        rows.append((m.name, m.role.value, m.noise.value, default, bound, m.title))
         sources.append(" | ".join(f.text for f in m.formulas))
     cold = ", ".join(sorted(COLD_START_STALLS))
     rows.append(
         (
-            f"{STALL_PREFIX}<reason>", "noisy", "opt-in",
+            f"{STALL_PREFIX}<reason>", role_of(STALL_PREFIX).value, "noisy", "opt-in",
             describe_bound(STALL_THRESHOLD, Direction.HIGHER_IS_WORSE, "%"),
             f"Share of one stall reason ({cold}: +25 points)",
         )
     )  # fmt: skip
     sources.append("the stall family's counters for <reason>")
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    rows.append(
+        (
+            f"{STALL_CPI_PREFIX}<reason>", role_of(STALL_CPI_PREFIX).value, "noisy", "default",
+            describe_bound(STALL_CPI_THRESHOLD, Direction.HIGHER_IS_WORSE, "cycle/inst"),
+            "Stall cycles per instruction of one reason",
+        )
+    )  # fmt: skip
+    sources.append("<reason> / selected of the stall family's counters")
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for n, row in enumerate(rows):
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        click.echo("  ".join([*cells, row[4]]).rstrip())
+        click.echo("  ".join([*cells, row[5]]).rstrip())
         if n:  # the header has no source line
             click.echo(f"{'':<{widths[0]}}  from: {sources[n - 1]}")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import _hoist_global_options
+from perfgate.metrics.catalog import role_of
 from perfgate.reports.colour import paint, use_colour
 from perfgate.reports.format import counted
 from tests.conftest import ROOT, data
@@ -110,14 +111,17 @@ def test_metrics_table_has_a_header_and_aligned_columns() -> None:
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     header = lines[0]
-    assert header.split() == ["METRIC", "NOISE", "GATED", "DEFAULT", "BOUND", "WHAT"]
-    starts = [header.index(word) for word in ("NOISE", "GATED", "DEFAULT BOUND", "WHAT")]
+    assert header.split() == ["METRIC", "ROLE", "NOISE", "GATED", "DEFAULT", "BOUND", "WHAT"]
+    starts = [header.index(word) for word in ("ROLE", "NOISE", "GATED", "DEFAULT BOUND", "WHAT")]
     rows = [line for line in lines[1:] if not line.lstrip().startswith("from: ")]
     assert len(rows) >= 20
     for row in rows:
         # Every column starts where its heading does, after at least two spaces.
         for start in starts:
             assert row[start - 2 : start] == "  " and row[start] != " ", (row, start)
+        # The role shown is the catalog's (issue 21: primary gates, evidence explains).
+        name, role = row.split()[:2]
+        assert role == role_of(name.replace("<reason>", "any")).value, row
     sources = [line for line in lines[1:] if line.lstrip().startswith("from: ")]
     assert len(sources) == len(rows)
     assert all(line.index("from: ") == starts[0] for line in sources)

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Iterable
 
 from perfgate.common.errors import ExitCode, UsageError
+from perfgate.judge.comparison import State
 from perfgate.judge.states import KernelState
 
 
@@ -45,6 +46,28 @@ TABLE: dict[KernelState, Meaning | FailOn] = {
 _LEFT_OUT = set(KernelState) - set(TABLE)
 if _LEFT_OUT:
     raise AssertionError(f"perfgate.judge.policy.TABLE has no entry for {_LEFT_OUT}")
+
+
+# What one comparison's state does to its kernel (perfgate.judge.states.kernel_state follows
+# it): NOTED, an evidence metric beyond its bound alone, passes (exit 0) and is shown as a note.
+COMPARISON_TABLE: dict[State, Meaning | FailOn] = {
+    State.PASS: Meaning.PASSES,
+    State.IMPROVED: Meaning.PASSES,
+    State.NOTED: Meaning.PASSES,
+    State.SKIPPED: Meaning.PASSES,
+    State.REGRESSED: FailOn.REGRESSION,
+    State.MISSING_METRIC: FailOn.MISSING,
+    State.ERROR: Meaning.INPUT_ERROR,
+}
+_UNJUDGED = set(State) - set(COMPARISON_TABLE)
+if _UNJUDGED:
+    raise AssertionError(f"perfgate.judge.policy.COMPARISON_TABLE has no entry for {_UNJUDGED}")
+
+
+def comparison_fails(state: State) -> bool:
+    """Whether a comparison is listed among its kernel's failures (a regression, a metric the
+    capture lacks, an error); a noted one is not."""
+    return COMPARISON_TABLE[state] is not Meaning.PASSES
 
 
 # Whether a reader is shown the state's kernels by default, or only their count: the states

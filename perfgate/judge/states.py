@@ -38,6 +38,8 @@ SEVERITY: tuple[KernelState, ...] = (
 
 
 def kernel_state(comparisons: tuple[Comparison, ...] | list[Comparison]) -> KernelState:
+    """A NOTED comparison (evidence alone) counts as a pass: a kernel whose only non-pass
+    comparisons are noted passes."""
     if all(c.state is State.PASS for c in comparisons):  # the common case, without hashing
         return KernelState.PASS
     states = {c.state for c in comparisons}

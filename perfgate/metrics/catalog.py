@@ -235,6 +235,42 @@ def _no_dram(cc: tuple[int, int] | None) -> bool:
     return cc not in {(8, 7), (11, 0), (12, 1)}
 
 
+class Role(enum.Enum):
+    """What a metric's move beyond its bound means on its own (perfgate.verdicts.check)."""
+
+    PRIMARY = "primary"  # fails the kernel on its own
+    EVIDENCE = "evidence"  # explains a primary regression; alone it is noted, not failed
+
+
+# The one table of roles: every metric not named here (a raw ncu metric included: someone
+# asked for it by name) is PRIMARY. Evidence metrics are rates, ratios and shares that moved
+# beyond their bounds between machine starts of UNCHANGED builds (tests/data/field/h100:
+# achieved_occupancy -18%, stall_cpi.* +15% to +300%, dram_throughput -5%, l2_sectors +2.1%;
+# docs/noise.md). A baseline's own threshold on one makes it gate on its own again.
+EVIDENCE_METRICS: frozenset[str] = frozenset(
+    {
+        "achieved_occupancy",
+        "dram_throughput",
+        "tensor_pipe_utilization",
+        "l2_sectors",
+        "l2_hit_rate",
+        "sm_throughput",
+        "memory_throughput",
+        "l1tex_throughput",
+        "l2_throughput",
+        "shared_bank_conflicts",
+        "dominant_stall",
+    }
+)
+EVIDENCE_PREFIXES: tuple[str, ...] = ("stall.", "stall_cpi.")
+
+
+def role_of(name: str) -> Role:
+    if name in EVIDENCE_METRICS or name.startswith(EVIDENCE_PREFIXES):
+        return Role.EVIDENCE
+    return Role.PRIMARY
+
+
 @dataclass(frozen=True)
 class MetricDef:
     name: str
@@ -257,6 +293,10 @@ class MetricDef:
     @property
     def categorical(self) -> bool:
         return self.aggregate in (Aggregate.MODE, Aggregate.DOMINANT)
+
+    @property
+    def role(self) -> Role:
+        return role_of(self.name)
 
     @property
     def per_capture(self) -> bool:
@@ -678,8 +718,9 @@ def catalog_markdown() -> str:
     from perfgate.metrics.thresholds import describe_bound
 
     lines = [
-        "| metric | unit | worse when | noise | default bound | default set | computed from |",
-        "|---|---|---|---|---|---|---|",
+        "| metric | role | unit | worse when | noise | default bound | default set "
+        "| computed from |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     cold = sorted(COLD_START_STALLS)
     generic = {
@@ -720,8 +761,8 @@ def catalog_markdown() -> str:
             default = "yes" if m.default else "no"
         name = generic.get(m.name, f"`{m.name}`")
         lines.append(
-            f"| {name} | {m.unit or '-'} | {_WORSE[m.direction]} | {m.noise.value} | {bound} "
-            f"| {default} | {sources} |"
+            f"| {name} | {m.role.value} | {m.unit or '-'} | {_WORSE[m.direction]} "
+            f"| {m.noise.value} | {bound} | {default} | {sources} |"
         )
     return "\n".join(lines) + "\n"
 

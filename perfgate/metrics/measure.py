@@ -63,10 +63,17 @@ def _unit(defn: MetricDef, launches: Sequence[Launch]) -> str:
 def _missing_reason(defn: MetricDef, group: str | None) -> str:
     if group is not None and not defn.formulas_for(group):
         return f"no formula of group {group!r}"
-    if group in GROUP_TITLES and len({f.group for f in defn.formulas}) > 1:
+    if len({f.group for f in defn.formulas}) > 1 and group is not None:
+        # The metric's own raw sources: the group names ("counters") are shared by every
+        # metric, and the stall families' titles describe only the stall metrics.
+        sources = (
+            GROUP_TITLES[group]
+            if defn.stall is not None and group in GROUP_TITLES
+            else " or ".join(f.text for f in defn.formulas_for(group))
+        )
         return (
-            f"the baseline's values come from {GROUP_TITLES[group]}, which this capture "
-            "does not hold; capture with the same metrics as the baseline"
+            f"the baseline's values come from {sources}, which this capture does not hold; "
+            "capture with the same metrics as the baseline"
         )
     return "the capture does not hold the raw metrics it needs"
 

@@ -15,6 +15,7 @@ VERDICT = {
     State.PASS: "pass",
     State.REGRESSED: "regressed",
     State.IMPROVED: "improved",
+    State.NOTED: "noted",
     State.MISSING_METRIC: "missing metric",
     State.SKIPPED: "skipped",
     State.ERROR: "error",
@@ -147,6 +148,15 @@ def headline(v: KernelVerdict) -> str:
     return v.message
 
 
+def noted(v: KernelVerdict) -> tuple[Comparison, ...]:
+    """Evidence metrics beyond their bounds that the check noted, not failed."""
+    return tuple(c for c in v.comparisons if c.state is State.NOTED)
+
+
+def noted_count(verdicts: tuple[KernelVerdict, ...] | list[KernelVerdict]) -> int:
+    return sum(len(noted(v)) for v in verdicts)
+
+
 def launches_text(v: KernelVerdict) -> str:
     if v.launches is None:
         return ""
@@ -193,6 +203,7 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
         unexplained = unexplained[1:]  # already the headline
     for c in unexplained:
         lines.append(f"{pad}{comparison_line(c)}")
+    lines.extend(f"{pad}noted: {comparison_line(c)}" for c in noted(v))
     if v.state is not KernelState.PASS and v.captures:
         lines.append(f"{pad}in {', '.join(v.captures)}")
     return lines

@@ -9,7 +9,7 @@ from perfgate import __version__
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison
 from perfgate.judge.states import KernelState
-from perfgate.reports.format import finite
+from perfgate.reports.format import finite, noted_count
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 SCHEMA_ID = "https://github.com/perfgate/perfgate/schemas/result.schema.json"
@@ -94,6 +94,7 @@ def _result(r: CheckResult) -> dict[str, Any]:
         "warnings": list(r.warnings),
         "notice": r.notice,
         "counts": _counts(r.verdicts),
+        "noted": noted_count(r.verdicts),
         "kernels": [_verdict(v) for v in r.ordered()],
     }
 
@@ -108,6 +109,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "problems": list(report.problems),
         "notes": list(report.notes),
         "counts": _counts(report.verdicts),
+        "noted": noted_count(report.verdicts),
         "root_causes": report.cause_count,
         "results": [_result(r) for r in report.results],
     }

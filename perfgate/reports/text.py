@@ -6,7 +6,7 @@ from __future__ import annotations
 from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import counted, kernel_lines
+from perfgate.reports.format import counted, kernel_lines, noted_count
 from perfgate.reports.summary import status_line
 from perfgate.verdicts.model import CheckResult, Report
 
@@ -34,6 +34,11 @@ def render(report: Report, verbose: bool = False) -> str:
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
     tail = []
+    notes = noted_count(report.verdicts)
+    if notes and not verbose:
+        tail.append(
+            f"{counted(notes, 'evidence metric')} beyond bound without a primary regression, noted"
+        )
     if new and not verbose:
         tail.append(f"{counted(new, 'new kernel')} not in the baseline")
     if improved:

@@ -25,7 +25,7 @@ from perfgate.judge.comparison import (
     merged_bounds,
 )
 from perfgate.judge.states import KernelState, kernel_state
-from perfgate.metrics.catalog import MetricDef, lookup
+from perfgate.metrics.catalog import MetricDef, Role, lookup, role_of
 from perfgate.metrics.columns import KernelRows, LaunchTable, Stats
 from perfgate.metrics.measure import (
     ColumnRoute,
@@ -36,7 +36,7 @@ from perfgate.metrics.measure import (
     rule_speedups,
 )
 from perfgate.metrics.names import absent_note
-from perfgate.metrics.thresholds import describe_bound
+from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
 
 
@@ -167,6 +167,55 @@ def _corroborate_stall_mix(comparisons: list[Comparison]) -> list[Comparison]:
     ]
 
 
+def _explicit(kernel: KernelBaseline, baseline: Baseline) -> frozenset[str]:
+    """The metrics whose bound the baseline sets itself: a per-metric `threshold:` perfgate
+    did not calibrate (a calibrated one has `calibration:` beside it), a `check:`, or an entry
+    of the file's `thresholds:` or `checks:` map."""
+    own = {
+        m.name
+        for m in kernel.metrics
+        if (m.threshold is not None and m.calibration is None) or _sets_check(m.check)
+    }
+    return frozenset(own | set(baseline.thresholds) | set(baseline.checks))
+
+
+def _sets_check(check: CategoricalOverride | None) -> bool:
+    # The loader gives every metric an override, empty where the file wrote none.
+    return check is not None and any(
+        v is not None for v in (check.stable, check.expect, check.forbid, check.margin)
+    )
+
+
+def _note_evidence(
+    comparisons: list[Comparison], kernel: KernelBaseline, baseline: Baseline
+) -> list[Comparison]:
+    """An evidence metric (perfgate.metrics.catalog.Role) beyond its bound fails its kernel
+    only beside a primary regression of the same kernel, or under a bound the baseline set
+    itself; otherwise it is NOTED. Rates, shares and stall cycles moved that far between
+    machine starts of unchanged builds (tests/data/field/h100, docs/noise.md), while the
+    work and launch configuration did not."""
+    if any(c.state is State.REGRESSED and role_of(c.metric) is Role.PRIMARY for c in comparisons):
+        return comparisons
+    noted = [
+        c.metric
+        for c in comparisons
+        if c.state is State.REGRESSED and role_of(c.metric) is Role.EVIDENCE
+    ]
+    if not noted:
+        return comparisons
+    explicit = _explicit(kernel, baseline)
+    return [
+        replace(
+            c,
+            state=State.NOTED,
+            explained="evidence only: no primary metric of this kernel regressed",
+        )
+        if c.metric in noted and c.metric not in explicit
+        else c
+        for c in comparisons
+    ]
+
+
 def _pct(rel: float | None) -> str:
     return "" if rel is None else f"{rel * 100:+.1f}%"
 
@@ -280,6 +329,7 @@ def _judge_kernel(
         # metrics and nothing more (docs/scale.md).
         delta = _delta(kernel, launches, capture, comparisons, measured)
         comparisons = _corroborate_stall_mix(_explain_rates(comparisons, kernel, delta.current))
+        comparisons = _note_evidence(comparisons, kernel, baseline)
         delta = replace(delta, comparisons=tuple(comparisons))
         causes = _causes(delta)
     state = kernel_state(comparisons)

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 
 from perfgate.causes.model import CauseKind, RootCause
 from perfgate.common.errors import ExitCode
-from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.policy import DEFAULT_POLICY, FailOn, kernel_exit_code, worst_exit_code
+from perfgate.judge.comparison import Comparison
+from perfgate.judge.policy import (
+    DEFAULT_POLICY,
+    FailOn,
+    comparison_fails,
+    kernel_exit_code,
+    worst_exit_code,
+)
 from perfgate.judge.states import SEVERITY, KernelState
 
 
@@ -49,8 +55,7 @@ class KernelVerdict:
 
     @property
     def failing(self) -> tuple[Comparison, ...]:
-        bad = (State.REGRESSED, State.MISSING_METRIC, State.ERROR)
-        return tuple(c for c in self.comparisons if c.state in bad)
+        return tuple(c for c in self.comparisons if comparison_fails(c.state))
 
     @property
     def headline(self) -> RootCause | None:
