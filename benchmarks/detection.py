@@ -142,7 +142,7 @@ INJECTIONS = (
         1.015,
     ),
 )
-LONG_NS = 10_000.0
+LONG_NS = 20_000.0  # issue 21: +5% duration must be caught from 20 us (docs/noise.md)
 
 
 def _scaled(capture: Capture, name: str, grid: object, inj: Injection) -> Capture:
@@ -164,7 +164,7 @@ def _baseline(w: Workload) -> Baseline:
 
 
 def _targets(base: Baseline, cap: Capture) -> Iterator[tuple[KernelGroup, KernelBaseline]]:
-    """The capture's kernels of 10 us or more, each with its baseline entry."""
+    """The capture's kernels of 20 us or more, each with its baseline entry."""
     kernels = {k.match.name: k for k in base.kernels}
     for group in group_launches(cap.launches):
         entry = kernels.get(group.key.name)
@@ -193,7 +193,7 @@ def _duration(launches: tuple[Launch, ...]) -> float:
 def run(out: Callable[[str], None] = print, workloads: tuple[Workload, ...] = WORKLOADS) -> bool:
     ok = True
     out(
-        "| workload | kernels | kernels >= 10 us | false alarms | incomplete | "
+        "| workload | kernels | kernels >= 20 us | false alarms | incomplete | "
         + " | ".join(i.name for i in INJECTIONS)
         + " |"
     )
