@@ -40,7 +40,10 @@ def test_exact_metrics_stay_exact_unless_the_runs_disagree() -> None:
 
 
 def test_time_floor_depends_on_the_kernels_duration() -> None:
-    assert time_floor(2e6).relative == time_floor(20e3).relative < time_floor(10e3).relative < 0.05
+    # +5% must be caught from 20 us (issue 21's goal); at 10 us an H100 batch-norm kernel
+    # drifted 5.47% across field starts (docs/noise.md), so the 10 us floor is above 5%.
+    assert time_floor(2e6).relative == time_floor(20e3).relative < 0.05
+    assert time_floor(20e3).relative < time_floor(10e3).relative
     assert time_floor(2e3).relative > time_floor(5e3).relative > time_floor(10e3).relative
     assert time_floor(2e3).relative >= 0.06  # 2 us kernels moved about 6% across starts
 

@@ -39,10 +39,13 @@ SHORT_KERNEL_NS = 2_000.0
 STEADY_KERNEL_NS = 20_000.0
 # Time is the fastest launch (catalog: Aggregate.FASTEST), whose cross-start drift is smaller
 # than the median's: seen within 1.2% from 10 us on H200 (benchmarks/detection.py).
+# Each floor sits above the largest cross-start change of the tuning starts that a kernel's own
+# spread does not cover (docs/noise.md "The noise model", benchmarks/noise_model.py;
+# tests/test_noise_floors.py fails when a floor is tighter or much looser than that).
 TIME_FLOOR_LONG = 0.035  # from 20 us: a 44.5 us H200 add drifted 2.8% on a third start
-TIME_FLOOR_10US = 0.045  # at 10 us: a 10.6 us H100 kernel drifted 3.98% between starts
-TIME_FLOOR_SHORT = 0.08  # about 6% for 2 us kernels
-NEARLY_EXACT_FLOOR = 0.005  # cuDNN instructions within 0.1-0.3%; +1.5% must still fail
+TIME_FLOOR_10US = 0.06  # at 10 us: a ~10 us H100 batch-norm kernel drifted 5.47% (field a/b)
+TIME_FLOOR_SHORT = 0.08  # a 4 us H100 scatter kernel drifted 7.03% (field a/b)
+NEARLY_EXACT_FLOOR = 0.01  # cuDNN bf16 fprop instructions moved 0.85%; +1.5% must still fail
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,8 @@ class Floor:
 
 def time_floor(duration_ns: float | None) -> Floor:
     """Shorter kernels are noisier: 3.5% from 20 us (a 44.5 us add moved 2.8% on a third
-    machine start), 4.5% at 10 us (a 10.6 us kernel moved 3.98% across starts, docs/noise.md),
-    rising linearly to 8% at 2 us and below."""
+    machine start), 6% at 10 us (a ~10 us batch-norm kernel moved 5.47% across H100 starts,
+    docs/noise.md), rising linearly to 8% at 2 us and below."""
     if duration_ns is None:
         return Floor(TIME_FLOOR_SHORT, 0.0, "kernel duration unknown")
     us = f"kernel of {duration_ns / 1000:.3g} us"
@@ -78,19 +81,19 @@ FLOORS: dict[str, Callable[[float | None], Floor]] = {
     "duration": time_floor,
     "total_time": time_floor,
     "dram_bytes": _fixed(
-        0.01,
+        0.021,
         65536.0,
-        "DRAM bytes within 0.2% across starts; the launch range covers GEMMs that vary more",
+        "an nvjet GEMM's DRAM bytes moved 2.07% across H200 starts (docs/noise.md)",
     ),
-    "dram_throughput": _fixed(0.04, 1.0, "DRAM % of the best launch within 3.7% across starts"),
-    # Within 4% across H200 starts (docs/noise.md); seen 6.6% on the H100 (zoo_coalescing).
-    "achieved_occupancy": _fixed(0.08, 2.0, "achieved occupancy within 6.6% across starts"),
+    "dram_throughput": _fixed(0.06, 1.0, "DRAM % of the best launch moved 5.37% across starts"),
+    # Evidence, not a gate on its own (docs/noise.md): the floor only keeps it quiet.
+    "achieved_occupancy": _fixed(0.09, 2.0, "achieved occupancy moved 8.75% across starts"),
     "instructions_executed": _fixed(
-        NEARLY_EXACT_FLOOR, 0.0, "library kernels' instructions within 0.1-0.3%"
+        NEARLY_EXACT_FLOOR, 0.0, "cuDNN instructions moved up to 0.85% across starts"
     ),
     "tensor_instructions": _fixed(NEARLY_EXACT_FLOOR, 0.0, "like instructions_executed"),
-    "global_store_sectors": _fixed(0.015, 0.0, "partial-sector stores within 1.3%"),
-    "l2_sectors": _fixed(0.02, 0.0, "L2 sectors include other units' traffic"),
+    "global_store_sectors": _fixed(0.02, 0.0, "partial-sector stores moved 1.59% across starts"),
+    "l2_sectors": _fixed(0.05, 0.0, "L2 sectors (other units' traffic) moved 4.94% across starts"),
     "warp_execution_efficiency": _fixed(0.0, 0.5, "cuDNN within 0.4 points"),
 }
 
