@@ -189,6 +189,7 @@ def _add_launch(capture: Capture, rows: frozenset[tuple[str, int]]) -> Capture:
 
 class Scope(enum.Enum):
     LONG = "kernels of 20 us or more"
+    BYTES = "kernels moving 4 MiB of DRAM or more"
     KERNEL = "every kernel the baseline knows"
     PROGRAM = "the whole capture, judged by the check's exit code"
 
@@ -213,16 +214,20 @@ INJECTIONS = (
         Scope.KERNEL,
     ),
     Injection(
-        "+3% DRAM bytes",
+        "+3% DRAM bytes (>= 4 MiB)",
         "dram_bytes",
         Scale(("dram__bytes_read.sum", "dram__bytes_write.sum"), 1.03),
-        Scope.KERNEL,
+        Scope.BYTES,
     ),
     Injection("+1 register", "registers_per_thread", _add_register, Scope.KERNEL),
     Injection("+1 launch", "launches", _add_launch, Scope.KERNEL),
     Injection("+3% program time", "", Scale(("gpu__time_duration.sum",), 1.03), Scope.PROGRAM),
 )
 LONG_NS = 20_000.0  # issue 21: +5% duration must be caught from 20 us (docs/noise.md)
+# DRAM bytes gate with an absolute floor of 64 KiB (the catalog's), and a kernel moving a few
+# hundred KB is at the mercy of what L2 still holds (docs/noise.md: dram_bytes of kernels under
+# 5 us moved up to 9.7% across starts): +3% is promised where 3% is well above that floor.
+BYTES_MIN = float(4 << 20)
 
 
 @functools.cache
@@ -265,6 +270,18 @@ def _injected(
 def _duration(launches: tuple[Launch, ...]) -> float:
     values = [
         v for la in launches if isinstance(v := la.metrics.get("gpu__time_duration.sum"), float)
+    ]
+    return statistics.median(values) if values else 0.0
+
+
+def _dram_bytes(launches: tuple[Launch, ...]) -> float:
+    values = [
+        sum(
+            v
+            for m in ("dram__bytes_read.sum", "dram__bytes_write.sum")
+            if isinstance(v := la.metrics.get(m), float)
+        )
+        for la in launches
     ]
     return statistics.median(values) if values else 0.0
 
@@ -353,6 +370,8 @@ def measure(w: Workload) -> Row:
                 if long:
                     long_ids.add(entry.id)
                 if inj.scope is Scope.LONG and not long:
+                    continue
+                if inj.scope is Scope.BYTES and _dram_bytes(launches) < BYTES_MIN:
                     continue
                 if not any(m.name == inj.metric for m in entry.metrics):
                     continue
