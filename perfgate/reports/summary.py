@@ -73,7 +73,13 @@ def status_line(report: Report) -> str:
     code = report.exit_code
     verdict = {ExitCode.OK: "PASSED", ExitCode.GATE_FAILED: "FAILED"}.get(code, "ERROR")
     baselines = f", {len(report.results)} baselines" if len(report.results) > 1 else ""
-    programs = [program_text(r.program) for r in report.results if r.program is not None]
+    # A skipped program time (a baseline recorded before it) leaves the line as it was; the
+    # reason and the hint to re-record are a note of the text report, the JSON and JUnit.
+    programs = [
+        program_text(r.program)
+        for r in report.results
+        if r.program is not None and r.program.state is not KernelState.SKIPPED
+    ]
     return (
         f"perfgate check {verdict}: {', '.join(parts) or 'nothing to compare'} "
         f"({gated} baselined kernel{'s' if gated != 1 else ''}{baselines})"
