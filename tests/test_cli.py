@@ -43,7 +43,9 @@ def test_pass_exits_0() -> None:
     # Counted in kernels: every baselined kernel passed, and nothing else is said.
     n = _kernels(ZOO)
     assert n == 10
-    assert status == f"perfgate check PASSED: {n} passed ({n} baselined kernels)"
+    assert status.startswith(f"perfgate check PASSED: {n} passed ({n} baselined kernels); ")
+    # ... and the whole program's time, judged and within its bound.
+    assert re.search(r"; program GPU time 1,541\.4 us -> 1,5\d\d\.\d us \([^)]*: pass;", status)
     assert rest == [] and proc.stderr == ""
 
 
@@ -54,7 +56,7 @@ def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> Non
     assert proc.returncode == 1
     assert re.match(
         r"perfgate check FAILED: 8 regressed with \d+ root causes?, 2 passed "
-        r"\(10 baselined kernels\)\n",
+        r"\(10 baselined kernels\); program GPU time [^\n]*: regressed; [^\n]*\n",
         proc.stdout,
     )
     block = proc.stdout[proc.stdout.index("  REGRESSED   zoo_registers: ") :]
@@ -63,7 +65,8 @@ def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> Non
     assert re.search(r"registers_per_thread:? (baseline )?32 -> (current )?40", block)
     root = ET.parse(junit).getroot()
     cases = list(root.iter("testcase"))
-    assert len(cases) == _kernels(ZOO)  # one testcase per kernel
+    # One testcase per kernel, and one for the whole program's GPU time.
+    assert len(cases) == _kernels(ZOO) + 1
     failures = {
         (c.get("classname"), c.get("name")): c.find("failure")
         for c in cases
@@ -78,7 +81,8 @@ def test_regression_exits_1_and_writes_junit_and_markdown(tmp_path: Path) -> Non
     # The three renderings of one result agree: stdout lines, <failure>s and the suite's count.
     assert (
         suite is not None
-        and int(suite.get("failures", "0")) == len(failures) == len(regressed_lines) == 8
+        # ... and one more <failure>: the whole program's GPU time regressed too.
+        and int(suite.get("failures", "0")) - 1 == len(failures) - 1 == len(regressed_lines) == 8
     )
     text = md.read_text()
     first_row = next(line for line in text.splitlines() if line.startswith("| <code>"))
@@ -150,7 +154,11 @@ def test_record_writes_a_baseline_that_checks_clean(tmp_path: Path) -> None:
     )
     assert check.returncode == 0, check.stdout
     status, rest = _status_and_warnings(check.stdout)
-    assert status == "perfgate check PASSED: 2 passed (2 baselined kernels)"
+    # The whole program's time covers every launch: the six kernels left out are "new" to it.
+    assert status.startswith(
+        "perfgate check PASSED: 2 passed (2 baselined kernels); program GPU time "
+    )
+    assert "pass; new kernels" in status
     assert rest == []  # --no-new-kernels: the other six kernels of the capture go unmentioned
 
 
@@ -282,6 +290,8 @@ def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> No
     # One ::error per failing kernel (8), not per failing metric; no notice under ten.
     lines = proc.stderr.splitlines()
     errors = [line for line in lines if line.startswith("::error ")]
+    # ... and one for the whole program's time, which has no baseline entry to point at.
+    assert "program GPU time regressed" in errors.pop(0)
     assert len(errors) == 8 and all(" regressed::" in line for line in errors)
     # Each points at the kernel's entry in the baseline, relative to the repository root.
     zoo_lines = Path(ZOO).read_text().splitlines()
@@ -301,10 +311,12 @@ def test_under_github_actions_annotations_and_step_summary(tmp_path: Path) -> No
     lines = many.stderr.splitlines()
     errors = [line for line in lines if line.startswith("::error ")]
     assert len(errors) == 10
-    assert [" regressed::" in e for e in errors] == [True] * 8 + [False] * 2
-    assert all(" missing::" in e for e in errors[8:])
+    # The zoo's whole program first, then its 8 kernels, then room for one missing kernel.
+    assert "program GPU time regressed" in errors[0]
+    assert [" regressed::" in e for e in errors] == [True] * 9 + [False]
+    assert all(" missing::" in e for e in errors[9:])
     assert (
-        "::notice title=perfgate::8 more failing kernels; see the step summary or the JUnit report"
+        "::notice title=perfgate::9 more failing kernels; see the step summary or the JUnit report"
         in lines
     )
     plain = perfgate("check", "-b", ZOO, "-c", str(data("zoo-bad-short-run1.csv")), "--no-github")
@@ -346,8 +358,9 @@ def test_several_baselines_each_judge_their_own_gpu(tmp_path: Path) -> None:
     assert [int(s.get("failures", "-1")) for s in suites] == [0, _kernels(ZOO)]
     h200_failures = [f.get("type") for f in suites[1].iter("failure")]
     assert h200_failures == ["missing"] * _kernels(ZOO)  # one per kernel, not per metric
-    assert proc.stdout.splitlines()[0] == (
-        "perfgate check FAILED: 10 missing, 10 passed (20 baselined kernels, 2 baselines)"
+    assert proc.stdout.splitlines()[0].startswith(
+        "perfgate check FAILED: 10 missing, 10 passed (20 baselined kernels, 2 baselines); "
+        "program GPU time "
     )
 
 

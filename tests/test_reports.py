@@ -203,7 +203,8 @@ def test_markdown_status_line_first_and_regressions_first(zoo_report: Report) ->
     out = markdown.render(zoo_report)
     assert re.match(
         r"### ❌ perfgate: FAILED: 8 regressed with \d+ root causes?, 2 passed "
-        r"\(10 baselined kernels\)\n",
+        # The whole program's time follows the kernel counts (the bad build is far slower).
+        r"\(10 baselined kernels\); program GPU time [^\n]*: regressed; [^\n]*\n",
         out,
     )
     verdicts = [_cells(line)[1] for line in _kernel_rows(out)]
@@ -347,17 +348,18 @@ def test_junit_validates_against_the_strict_schema_and_counts_add_up(
     assert len(suites) == 1
     suite = suites[0]
     cases = list(suite)
-    # One testcase per kernel, named by the kernel, grouped under the baseline.
-    assert suite.tests == len(cases) == len(zoo_report.verdicts) == 10
-    assert {c.name for c in cases} == ZOO_BROKEN | ZOO_INTACT
+    # One testcase per kernel, named by the kernel, grouped under the baseline, and one for
+    # the whole program's GPU time.
+    assert suite.tests == len(cases) == len(zoo_report.verdicts) + 1 == 11
+    assert {c.name for c in cases} == ZOO_BROKEN | ZOO_INTACT | {"program GPU time"}
     assert {c.classname for c in cases} == {"perfgate.zoo"}
-    assert suite.failures == len(ZOO_BROKEN) and suite.errors == 0 and suite.skipped == 0
+    assert suite.failures == len(ZOO_BROKEN) + 1 and suite.errors == 0 and suite.skipped == 0
     failed = {
         c.name: c.result[0]
         for c in cases
         if c.result and isinstance(c.result[0], junitparser.Failure)
     }
-    assert set(failed) == ZOO_BROKEN
+    assert set(failed) == ZOO_BROKEN | {"program GPU time"}
     f = failed["zoo_registers"]
     assert f.type == "regressed"
     # The message is the kernel's headline, the same sentence the console prints.
@@ -387,7 +389,8 @@ def test_junit_one_suite_per_baseline_and_input_problems_as_errors(tmp_path: Pat
         {"perfgate.zoo"},
         {"perfgate.torch"},
     ]
-    assert [len(list(s.iter("testcase"))) for s in suites] == [10, 8]
+    # Each baseline's kernels and its program time.
+    assert [len(list(s.iter("testcase"))) for s in suites] == [11, 9]
     problem = junit.render(Report(problems=("capture.csv: the file is empty",)))
     xmlschema.XMLSchema(str(XSD)).validate(problem)
     error = ET.fromstring(problem).find(".//testcase/error")
@@ -508,6 +511,9 @@ def test_annotations_ten_worst_first_then_one_notice() -> None:
 
 def test_annotations_of_a_real_check_one_per_failing_kernel(zoo_report: Report) -> None:
     lines = github.render(zoo_report).splitlines()
+    program = [line for line in lines if "title=perfgate%3A program GPU time regressed" in line]
+    assert len(program) == 1  # the bad build's whole program is slower too
+    lines = [line for line in lines if line not in program]
     assert len(lines) == len(ZOO_BROKEN)  # fewer than ten: no notice
     kernels = [
         re.match(r"::error file=\S+/zoo.yaml,line=\d+,title=perfgate%3A (\w+) regressed::", e)
@@ -574,7 +580,10 @@ def test_a_missing_kernel_is_one_line_not_one_per_metric() -> None:
     counts = report.counts()
     assert counts[KernelState.MISSING] == 10 and counts[KernelState.NEW] == 8
     out = text.render(report)
-    assert out.splitlines()[0] == "perfgate check FAILED: 10 missing, 8 new (10 baselined kernels)"
+    status = out.splitlines()[0]
+    assert status.startswith("perfgate check FAILED: 10 missing, 8 new (10 baselined kernels); ")
+    # Another program's capture: its time is all new kernels', the zoo's all missing ones'.
+    assert re.search(r"improved; new kernels 301\.5 us, missing 1,5\d\d\.\d us\)$", status)
     missing = [line for line in out.splitlines() if line.startswith("  MISSING ")]
     assert len(missing) == 10
     assert len({line.split(":")[0] for line in missing}) == 10

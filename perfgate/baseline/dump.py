@@ -16,6 +16,7 @@ from perfgate.baseline.model import (
     KernelBaseline,
     KernelMatch,
     MetricBaseline,
+    ProgramBaseline,
 )
 from perfgate.metrics.thresholds import CategoricalOverride, ThresholdOverride
 
@@ -135,6 +136,18 @@ def kernel_document(kernel: KernelBaseline) -> dict[str, Any]:
     return entry
 
 
+def program_document(program: ProgramBaseline) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "value": tidy(program.value),
+        "unit": program.unit,
+        "runs": [tidy(r) for r in program.runs],
+        "threshold": {"relative": program.relative},
+    }
+    if program.calibration:
+        doc["calibration"] = program.calibration
+    return doc
+
+
 def to_document(baseline: Baseline) -> dict[str, Any]:
     doc: dict[str, Any] = {"format_version": FORMAT_VERSION}
     if baseline.provenance:
@@ -149,6 +162,8 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
     }
     if any(overrides.values()):
         doc["thresholds"] = {k: v for k, v in overrides.items() if v}
+    if baseline.program is not None:
+        doc["program"] = {"gpu_time": program_document(baseline.program)}
     doc["kernels"] = [kernel_document(kernel) for kernel in baseline.kernels]
     return doc
 

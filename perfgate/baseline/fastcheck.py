@@ -200,8 +200,31 @@ def without_bulk(data: Any) -> Any:
 # The top level of a baseline (schemas/baseline.schema.json): with it, a valid document is
 # vouched for without importing jsonschema at all (0.1 s of a check's start).
 _TOP_KEYS = frozenset(
-    {"format_version", "provenance", "fingerprint", "thresholds", "kernels", "identity"}
+    {"format_version", "provenance", "fingerprint", "thresholds", "kernels", "identity", "program"}
 )
+_PROGRAM_KEYS = frozenset({"value", "unit", "runs", "threshold", "calibration"})
+
+
+def _program(p: Any) -> bool:
+    """The whole-program section as record writes it; anything else goes to jsonschema."""
+    if not isinstance(p, dict) or not p.keys() <= {"gpu_time"}:
+        return False
+    g = p.get("gpu_time", {})
+    if not isinstance(g, dict) or not g.keys() <= _PROGRAM_KEYS:
+        return False
+    if not (_number(g.get("value")) and g["value"] >= 0) or g.get("unit", "ns") != "ns":
+        return False
+    runs = g.get("runs", [])
+    if not isinstance(runs, list) or not all(_number(r) and r >= 0 for r in runs):
+        return False
+    t = g.get("threshold")
+    if not isinstance(t, dict) or t.keys() != {"relative"}:
+        return False
+    if not (_number(t["relative"]) and t["relative"] >= 0):
+        return False
+    return "calibration" not in g or isinstance(g["calibration"], str)
+
+
 _FINGERPRINT_TEXTS = ("gpu", "cc", "ncu", "driver", "clock_control")
 _FINGERPRINT_KEYS = frozenset({*_FINGERPRINT_TEXTS, "stall_family", "stall_reasons", "metrics"})
 _PROVENANCE_TEXTS = ("recorded_at", "recorded_by", "updated_at", "updated_by")
@@ -262,6 +285,8 @@ def document_is_valid(data: Any) -> bool:
     if not isinstance(thresholds, dict) or not all(
         isinstance(k, str) and k and _NAME.match(k) and _override(v) for k, v in thresholds.items()
     ):
+        return False
+    if "program" in data and not _program(data["program"]):
         return False
     identity = data.get("identity", {})
     if not isinstance(identity, dict) or not identity.keys() <= {"nvtx"}:

@@ -27,6 +27,7 @@ from perfgate.baseline.model import (
     KernelBaseline,
     KernelMatch,
     MetricBaseline,
+    ProgramBaseline,
 )
 from perfgate.common import patterns
 from perfgate.common.errors import BaselineError, UsageError
@@ -503,6 +504,19 @@ def parse_baseline(text: str, name: str) -> Baseline:
 _metric_baseline = maker(MetricBaseline)  # 37,000 for a baseline of 1,000 kernels
 
 
+def _program(data: Mapping[str, Any]) -> ProgramBaseline | None:
+    entry = (data.get("program") or {}).get("gpu_time")
+    if entry is None:
+        return None
+    return ProgramBaseline(
+        value=float(entry["value"]),
+        relative=float(entry["threshold"]["relative"]),
+        runs=tuple(float(r) for r in entry.get("runs") or ()),
+        unit=entry.get("unit", "ns"),
+        calibration=entry.get("calibration"),
+    )
+
+
 def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
     kernels = []
     for i, kernel in enumerate(data["kernels"]):
@@ -582,4 +596,5 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
         fingerprint=(
             fingerprint_from_document(data["fingerprint"], {}) if "fingerprint" in data else None
         ),
+        program=_program(data),
     )

@@ -12,6 +12,7 @@ from perfgate.baseline.fingerprint import from_document as fingerprint_from_docu
 from perfgate.common import patterns
 from perfgate.ingest.launches import Dim3, Launch
 from perfgate.metrics.catalog import MetricDef, lookup
+from perfgate.metrics.program import GPU_TIME
 from perfgate.metrics.thresholds import CategoricalOverride, ThresholdOverride
 
 FORMAT_VERSION = 2
@@ -118,6 +119,18 @@ class KernelBaseline:
 
 
 @dataclass(frozen=True)
+class ProgramBaseline:
+    """The whole-program GPU time of the recorded runs (docs/noise.md "Whole-program time"):
+    the fastest run's total over every launch, each run's total, and the relative bound."""
+
+    value: float  # ns: the fastest run's total
+    relative: float  # a slower total by more than this fraction regresses
+    runs: tuple[float, ...] = ()  # ns: each capture file's total, in record order
+    unit: str = "ns"
+    calibration: str | None = None  # how the bound was derived, for a reviewer
+
+
+@dataclass(frozen=True)
 class Baseline:
     kernels: tuple[KernelBaseline, ...]
     provenance: Mapping[str, Any] = field(default_factory=dict)
@@ -128,6 +141,8 @@ class Baseline:
     by_nvtx: bool = False  # identity includes the NVTX range (identity: {nvtx: true})
     # As written in the file; None for a baseline recorded before fingerprints (see `gpu`).
     fingerprint: Fingerprint | None = None
+    # None for a baseline recorded before whole-program time (its check says so).
+    program: ProgramBaseline | None = None
 
     @property
     def gpu(self) -> Fingerprint:
@@ -155,4 +170,6 @@ class Baseline:
             for metric in kernel.metrics:
                 for formula in metric.definition.formulas:
                     names.update(formula.inputs)
+        if self.program is not None:
+            names.add(GPU_TIME)
         return names

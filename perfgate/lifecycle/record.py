@@ -23,6 +23,7 @@ from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate
+from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.metrics.stalls import present_reasons, stall_family_report
@@ -215,5 +216,6 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         provenance=provenance,
         by_nvtx=settings.by_nvtx,
         fingerprint=fingerprint,
+        program=record_program(capture),
     )
     return RecordResult(baseline, tuple(skipped), tuple(notes))

@@ -24,6 +24,7 @@ from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.policy import failing as needs_attention
 from perfgate.judge.states import SEVERITY
 from perfgate.reports.format import counted, headline, location
+from perfgate.reports.summary import program_text
 from perfgate.verdicts.model import KernelVerdict, Report
 
 Level = Literal["error", "warning"]
@@ -57,6 +58,13 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
         f"::error title={escape_property('perfgate: input')}::{escape_data(p)}"
         for p in report.problems
     ]
+    # The whole program slower beyond its bound: one annotation per baseline, before kernels.
+    lines.extend(
+        f"::{level} title={escape_property('perfgate: program GPU time regressed')}::"
+        f"{escape_data(program_text(r.program))}"
+        for r in report.results
+        if r.program is not None and meaning(r.program.state) is Meaning.FAILS
+    )
     failing = sorted(
         ((r, v) for r in report.results for v in r.verdicts if needs_attention(v.state)),
         key=lambda rv: _worst_first(rv[1]),

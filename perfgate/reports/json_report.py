@@ -10,7 +10,8 @@ from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import finite, noted_count
-from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
+from perfgate.reports.summary import program_text
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
 SCHEMA_ID = "https://github.com/perfgate/perfgate/schemas/result.schema.json"
 
@@ -85,6 +86,23 @@ def _counts(verdicts: tuple[KernelVerdict, ...]) -> dict[str, int]:
     return out
 
 
+def _program(p: ProgramVerdict | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "state": p.state.value,
+        "baseline_ns": p.baseline,
+        "current_ns": p.current,
+        "change": p.change,
+        "bound": p.bound,
+        "runs_ns": list(p.runs),
+        "new_kernels_ns": p.new_time,
+        "missing_kernels_ns": p.missing_time,
+        "reason": p.reason,
+        "text": program_text(p),
+    }
+
+
 def _result(r: CheckResult) -> dict[str, Any]:
     return {
         "baseline": r.baseline_path,
@@ -96,6 +114,7 @@ def _result(r: CheckResult) -> dict[str, Any]:
         "counts": _counts(r.verdicts),
         "noted": noted_count(r.verdicts),
         "kernels": [_verdict(v) for v in r.ordered()],
+        "program": _program(r.program),
     }
 
 

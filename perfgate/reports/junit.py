@@ -30,7 +30,8 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import headline, kernel_lines, location
-from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
+from perfgate.reports.summary import program_text
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
 
 def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestCase:
@@ -58,17 +59,33 @@ def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestC
     return case
 
 
+def _program_case(program: ProgramVerdict, classname: str) -> TestCase:
+    """One testcase for the whole program's GPU time, failing as a regressed kernel does."""
+    case = TestCase(name="program GPU time", classname=classname)
+    message = program_text(program)
+    if meaning(program.state) is Meaning.FAILS:
+        case.add_failure_info(message=message, output=message, failure_type=program.state.value)
+    elif program.state is KernelState.SKIPPED:
+        case.add_skipped_info(message=message, output=message)
+    else:
+        case.stdout = message
+    return case
+
+
 def _suite(result: CheckResult, files: Mapping[str, str] | None, locations: bool) -> TestSuite:
     gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
     properties = {"baseline": result.baseline_path, "captures": " ".join(result.capture_paths)}
     if result.baseline_gpu:
         properties["gpu"] = result.baseline_gpu
     classname = f"perfgate.{Path(result.baseline_path).stem}"
-    return TestSuite(
-        f"perfgate {result.baseline_path}{gpu}",
-        [_case(v, classname, location(result, v, files)[0], locations) for v in result.ordered()],
-        properties=properties,
-    )
+    cases = [
+        _case(v, classname, location(result, v, files)[0], locations) for v in result.ordered()
+    ]
+    # Judged, or skipped for want of times in the captures; a baseline recorded before
+    # program time keeps its testcases as they were (the text report notes it).
+    if result.program is not None and result.program.baseline is not None:
+        cases.append(_program_case(result.program, classname))
+    return TestSuite(f"perfgate {result.baseline_path}{gpu}", cases, properties=properties)
 
 
 def render(report: Report, files: Mapping[str, str] | None = None, locations: bool = True) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from perfgate.common.errors import ExitCode
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import counted
-from perfgate.verdicts.model import Report
+from perfgate.verdicts.model import ProgramVerdict, Report
 
 _LABELS = (
     (KernelState.ERROR, "errors"),
@@ -19,6 +19,26 @@ _LABELS = (
 )
 if {state for state, _ in _LABELS} != set(KernelState):
     raise AssertionError("perfgate.reports.summary: a KernelState without a label")
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.1f} us"
+
+
+def program_text(program: ProgramVerdict) -> str:
+    """'program GPU time 168.2 us -> 173.4 us (+3.1%, bound 2.0%: regressed; new kernels
+    0.0 us, missing 0.0 us)': what the check decided, in words."""
+    if program.state is KernelState.SKIPPED or program.current is None:
+        return f"program GPU time not gated: {program.reason}"
+    change = program.change
+    shown = f"{change:+.1%}, " if change is not None else ""
+    bound = f"bound {program.bound:.1%}: " if program.bound is not None else ""
+    before = _us(program.baseline) if program.baseline is not None else "?"
+    return (
+        f"program GPU time {before} -> {_us(program.current)} ({shown}{bound}"
+        f"{program.state.value}; new kernels {_us(program.new_time)}, missing "
+        f"{_us(program.missing_time)})"
+    )
 
 
 def status_line(report: Report) -> str:
@@ -53,7 +73,15 @@ def status_line(report: Report) -> str:
     code = report.exit_code
     verdict = {ExitCode.OK: "PASSED", ExitCode.GATE_FAILED: "FAILED"}.get(code, "ERROR")
     baselines = f", {len(report.results)} baselines" if len(report.results) > 1 else ""
+    # A skipped program time (a baseline recorded before it) leaves the line as it was; the
+    # reason and the hint to re-record are a note of the text report, the JSON and JUnit.
+    programs = [
+        program_text(r.program)
+        for r in report.results
+        if r.program is not None and r.program.state is not KernelState.SKIPPED
+    ]
     return (
         f"perfgate check {verdict}: {', '.join(parts) or 'nothing to compare'} "
         f"({gated} baselined kernel{'s' if gated != 1 else ''}{baselines})"
+        + "".join(f"; {p}" for p in programs)
     )

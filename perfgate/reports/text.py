@@ -7,7 +7,7 @@ from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import counted, kernel_lines, noted_count
-from perfgate.reports.summary import status_line
+from perfgate.reports.summary import program_text, status_line
 from perfgate.verdicts.model import CheckResult, Report
 
 
@@ -25,6 +25,8 @@ def render(report: Report, verbose: bool = False) -> str:
             gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
             lines.append(f"{result.baseline_path}{gpu}: {_result_summary(result)}")
         lines.extend(f"warning: {w}" for w in result.warnings)
+        if result.program is not None and result.program.state is KernelState.SKIPPED:
+            lines.append(f"note: {program_text(result.program)}")
         if result.notice:
             lines.append(f"notice: {result.notice}")
         for v in result.ordered():

@@ -38,6 +38,7 @@ from perfgate.metrics.measure import (
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
+from perfgate.verdicts.program import judge_program
 
 
 @dataclass(frozen=True)
@@ -602,6 +603,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
     devices = capture.devices
+    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
+    new_launches = [la for group in matching.unclaimed for la in group.launches]
     return CheckResult(
         baseline_path=baseline.path,
         capture_paths=capture.paths,
@@ -610,4 +613,5 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
+        program=judge_program(baseline, capture, new_launches, missing),
     )

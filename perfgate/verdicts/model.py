@@ -68,6 +68,32 @@ class KernelVerdict:
 
 
 @dataclass(frozen=True)
+class ProgramVerdict:
+    """The whole-program GPU time: every launch of each capture file summed (docs/check.md
+    "Whole-program time"). PASS, REGRESSED or IMPROVED when judged; SKIPPED with the reason
+    when it could not be (a baseline recorded before it, captures without gpu__time)."""
+
+    state: KernelState
+    baseline: float | None = None  # ns: the recorded fastest run's total
+    current: float | None = None  # ns: this check's fastest capture file's total
+    runs: tuple[float | None, ...] = ()  # ns: each capture file's total (None: incomplete)
+    bound: float | None = None  # relative
+    new_time: float = 0.0  # ns, in the judged file: kernels the baseline does not hold
+    missing_time: float = 0.0  # ns, as recorded: baselined kernels absent from the captures
+    reason: str = ""  # why it was skipped
+
+    @property
+    def change(self) -> float | None:
+        if self.baseline is None or self.current is None or self.baseline <= 0:
+            return None
+        return self.current / self.baseline - 1.0
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return kernel_exit_code(self.state)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """One baseline (one GPU) checked against the captures."""
 
@@ -79,10 +105,14 @@ class CheckResult:
     baseline_gpu: str | None = None
     # Said once when no baselined kernel is in the captures: what they hold instead.
     notice: str = ""
+    program: ProgramVerdict | None = None  # None: not asked (a check without a program)
 
     @property
     def exit_code(self) -> ExitCode:
-        return worst_exit_code([v.exit_code for v in self.verdicts])
+        codes = [v.exit_code for v in self.verdicts]
+        if self.program is not None:
+            codes.append(self.program.exit_code)
+        return worst_exit_code(codes)
 
     def ordered(self) -> list[KernelVerdict]:
         rank = {s: i for i, s in enumerate(SEVERITY)}
@@ -119,7 +149,11 @@ class Report:
         if gated and all(v.state is KernelState.SKIPPED for v in gated):
             # Nothing could be judged (captures from another architecture): never a pass.
             return ExitCode.INPUT_ERROR
-        return worst_exit_code(kernel_exit_code(v.state, policy) for v in self.verdicts)
+        states = [v.state for v in self.verdicts]
+        # The whole program's time is one more judged state: slower beyond its bound fails
+        # like a regressed kernel, even when every kernel stays within its own bound.
+        states += [r.program.state for r in self.results if r.program is not None]
+        return worst_exit_code(kernel_exit_code(s, policy) for s in states)
 
     @property
     def verdicts(self) -> tuple[KernelVerdict, ...]:
