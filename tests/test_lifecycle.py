@@ -155,7 +155,9 @@ def test_a_directory_judges_each_capture_by_its_gpu(per_gpu: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].endswith("2 baselines)")
+    # One status line: the kernels of both baselines, then each baseline's program GPU time.
+    assert "(20 baselined kernels, 2 baselines); program GPU time" in lines[0]
+    assert lines[0].count("program GPU time") == 2
     assert any(
         line.startswith(f"{per_gpu / 'h100.yaml'} (NVIDIA H100 80GB HBM3): ") for line in lines
     )

@@ -24,6 +24,7 @@ from perfgate.baseline.dump import (
     kernel_document,
     match_document,
     metric_document,
+    program_document,
     tidy,
 )
 from perfgate.baseline.fingerprint import to_document as fingerprint_document
@@ -236,6 +237,10 @@ def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, whe
             removed_list = CommentedSeq()
             provenance["removed"] = removed_list
         removed_list.extend(_history(g) for g in gone)
+    if plan.program is not None:
+        program = _plain({"gpu_time": program_document(plan.program)})
+        program.fa.set_block_style()
+        doc["program"] = program
     if plan.fingerprint is not None:
         fp = _plain(fingerprint_document(plan.fingerprint))
         fp.fa.set_block_style()

@@ -29,7 +29,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.baseline.fingerprint import Fingerprint
-from perfgate.baseline.model import Baseline, HistoryEntry, KernelBaseline, MetricBaseline
+from perfgate.baseline.model import (
+    Baseline,
+    HistoryEntry,
+    KernelBaseline,
+    MetricBaseline,
+    ProgramBaseline,
+)
 from perfgate.baseline.selection import assign
 from perfgate.common.errors import UsageError
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids
@@ -39,6 +45,7 @@ from perfgate.judge.comparison import State
 from perfgate.judge.policy import acceptable
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.calibrate import floor_for
+from perfgate.lifecycle.program import record_program
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
 from perfgate.metrics.thresholds import ThresholdOverride
@@ -72,6 +79,10 @@ class EditPlan:
     fingerprint: Fingerprint | None  # the captures' fingerprint (update); None: unchanged
     left: tuple[str, ...] = ()  # what was not taken, and why
     result: CheckResult | None = None
+    # The whole-program GPU time to write (None: the file's stays). Accepting or updating
+    # takes the captured build as the new normal, the program's time included; the ratchet
+    # takes it only where it got faster.
+    program: ProgramBaseline | None = None
 
 
 @dataclass(frozen=True)
@@ -299,7 +310,12 @@ def plan_accept(
             f"no kernel {what}: nothing to accept (perfgate check shows what changed)",
             baseline.path,
         )
-    return EditPlan(tuple(edits), None, tuple(left), result)
+    return EditPlan(tuple(edits), None, tuple(left), result, record_program(capture))
+
+
+def _ratcheted(baseline: Baseline, fresh: ProgramBaseline | None) -> ProgramBaseline | None:
+    old = baseline.program
+    return fresh if fresh is not None and (old is None or fresh.value < old.value) else None
 
 
 def plan_update(
@@ -353,4 +369,6 @@ def plan_update(
     fingerprint = (
         None if ratchet else capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
     )
-    return EditPlan(tuple(edits), fingerprint, tuple(left), result)
+    fresh_program = record_program(capture)
+    program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
+    return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)
