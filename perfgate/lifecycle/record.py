@@ -19,6 +19,7 @@ from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, Metri
 from perfgate.causes import measure_all
 from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.common.errors import UsageError
+from perfgate.identity.configs import CONFIG_INDEPENDENT, configurations, merge_tuned, tuned_warning
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
 from perfgate.ingest.launches import Capture, Launch
@@ -42,6 +43,8 @@ class RecordResult:
     baseline: Baseline
     skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
     notes: tuple[str, ...] = ()
+    # Kernels recorded as autotuned (perfgate.identity.configs), how to pin each one.
+    warnings: tuple[str, ...] = ()
 
 
 def _sha256(path: str) -> str | None:
@@ -106,10 +109,12 @@ def _metric_baseline(
 
 
 def record_kernel(
-    group: KernelGroup, kid: str, names: list[str], capture: Capture
+    group: KernelGroup, kid: str, names: list[str], capture: Capture, tuned: bool = False
 ) -> tuple[KernelBaseline | None, list[str]]:
+    """`tuned`: an autotuned kernel, whose configuration-dependent metrics go to `info`."""
     skipped: list[str] = []
     launches = group.launches
+    gated = [n for n in names if n in CONFIG_INDEPENDENT] if tuned else names
     duration_m = measure(lookup("duration"), launches, capture.columns)
     duration = (
         float(duration_m.value)
@@ -117,7 +122,7 @@ def record_kernel(
         else None
     )
     metrics: list[MetricBaseline] = []
-    for name in names:
+    for name in gated:
         defn = lookup(name)
         result = measure(defn, launches, capture.columns)
         if isinstance(result, Unavailable):
@@ -129,9 +134,12 @@ def record_kernel(
         return None, skipped
     # Beside the gated values, what the differential diagnosis reads on both sides of a
     # later check; `info` is never gated.
-    diagnostic = [n for n in diagnosis_metrics() if n not in names]
+    diagnostic = [n for n in [*names, *diagnosis_metrics()] if n not in gated]
     info: dict[str, float | str] = {
-        name: got.value for name, got in measure_all(launches, capture.columns, diagnostic).items()
+        name: got.value
+        for name, got in measure_all(
+            launches, capture.columns, list(dict.fromkeys(diagnostic))
+        ).items()
     }
     info.update(rule_speedups(launches))
     key = group.key
@@ -147,6 +155,7 @@ def record_kernel(
         int(per_run_launches) if per_run_launches is not None else None,
         info=info,
         family=family.name if family else None,
+        configurations=configurations(launches) if tuned else (),
     ), skipped
 
 
@@ -172,15 +181,23 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
     names = list(settings.metrics) or default_metrics(capture.columns, cc)
-    groups = group_launches(launches, by_nvtx=settings.by_nvtx)
+    groups, tuned = merge_tuned(
+        group_launches(launches, by_nvtx=settings.by_nvtx), len(capture.paths)
+    )
     ids = readable_ids([g.key for g in groups])
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
+    warnings: list[str] = []
     for group in groups:
-        kernel, why = record_kernel(group, ids[group.key], names, capture)
+        kernel, why = record_kernel(group, ids[group.key], names, capture, group.key in tuned)
         skipped.extend(why)
         if kernel is not None:
             kernels.append(kernel)
+            if kernel.tuned:
+                warnings.append(
+                    tuned_warning(kernel.id, group.key.name, kernel.configurations,
+                                  tuned[group.key])
+                )  # fmt: skip
     recorded = {m.name for k in kernels for m in k.metrics}
     missing = [n for n in names if n not in recorded]
     if settings.metrics and missing:
@@ -216,4 +233,4 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         by_nvtx=settings.by_nvtx,
         fingerprint=fingerprint,
     )
-    return RecordResult(baseline, tuple(skipped), tuple(notes))
+    return RecordResult(baseline, tuple(skipped), tuple(notes), tuple(warnings))

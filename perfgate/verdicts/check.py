@@ -307,7 +307,9 @@ def _judge_kernel(
     )
 
 
-_CHANGED = ("renamed", "reshaped")  # matched by another identity: always diagnosed
+# Matched by another identity, or an autotuned kernel at another configuration than most
+# recorded runs used (perfgate.identity.configs): always diagnosed, the message says how.
+_CHANGED = ("renamed", "reshaped", "reconfigured")
 
 
 class _Passing:
