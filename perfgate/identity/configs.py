@@ -85,12 +85,12 @@ def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | N
     ):
         return "its launch configuration differs between the recorded runs"
     family = family_of(name)
-    if family is not None and family.name == "Inductor" and len(groups) == 1:
-        if all(len(shapes) == 1 for shapes in per_run):
-            return (
-                "Inductor tunes its kernels' launch configuration at their first run and "
-                "caches it per machine start, so another start may launch it differently"
-            )
+    one_config = len(groups) == 1 and all(len(shapes) == 1 for shapes in per_run)
+    if family is not None and family.name == "Inductor" and one_config:
+        return (
+            "Inductor tunes its kernels' launch configuration at their first run and "
+            "caches it per machine start, so another start may launch it differently"
+        )
     return None
 
 
