@@ -178,7 +178,9 @@ def _tuned_renamed(
             continue
         now.update(candidates)
         chosen, how = _tuned(entry, [groups[i] for i in candidates])
-        taken[entry.id] = (chosen, f"{how} (renamed: was {entry.match.name})")
+        # "renamed" first: reports and the diagnosis treat it as any renamed kernel.
+        changed = "" if how == "autotuned" else f"; {how}"
+        taken[entry.id] = (chosen, f"renamed: was {entry.match.name}{changed}")
     return _Pass(taken, frozenset(now), left)
 
 
