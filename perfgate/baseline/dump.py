@@ -128,6 +128,8 @@ def configuration_document(config: LaunchConfig) -> dict[str, Any]:
         if getattr(config, key) is not None:
             doc[key] = getattr(config, key)
     doc["runs"] = config.runs
+    if config.duration is not None:
+        doc["duration"] = tidy(config.duration)
     return doc
 
 

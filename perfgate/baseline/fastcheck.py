@@ -28,7 +28,7 @@ _STRINGS = ("unit", "source", "group", "family", "calibration")
 _KERNEL_KEYS = frozenset(
     {"id", "match", "name", "launches", "metrics", "family", "info", "history", "configurations"}
 )
-_CONFIG_KEYS = frozenset({"grid", "block", "registers", "shared_memory", "runs"})
+_CONFIG_KEYS = frozenset({"grid", "block", "registers", "shared_memory", "runs", "duration"})
 _HISTORY_KEYS = frozenset({"date", "by", "reason", "action", "previous"})
 _ACTIONS = frozenset({"accept", "update", "ratchet", "add", "remove"})
 _MATCH_KEYS = frozenset({"function", "name", "regex", "block", "grid", "nvtx", "work"})
@@ -158,6 +158,10 @@ def _configurations(c: Any) -> bool:
         and _count(one["runs"], 0)
         and all(_dim3(one[k]) for k in ("grid", "block") if k in one)
         and all(_count(one[k], 0) for k in ("registers", "shared_memory") if k in one)
+        and (
+            "duration" not in one
+            or (isinstance(one["duration"], (int, float)) and not isinstance(one["duration"], bool))
+        )
         for one in c
     )
 

@@ -560,6 +560,7 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
                         c.get("registers"),
                         c.get("shared_memory"),
                         c.get("runs", 0),
+                        float(c["duration"]) if c.get("duration") is not None else None,
                     )
                     for c in kernel.get("configurations") or ()
                 ),

@@ -105,6 +105,9 @@ class LaunchConfig:
     registers: int | None = None  # per thread
     shared_memory: int | None = None  # bytes per block, static + dynamic
     runs: int = 0  # how many recorded runs used it
+    # Its best duration (ns): the least of its per-run means. An autotuned entry's duration
+    # is judged against the configuration the check ran at, not the spread across them.
+    duration: float | None = None
 
     @property
     def shape(self) -> tuple[Dim3 | None, Dim3 | None, int | None, int | None]:
@@ -134,9 +137,10 @@ class KernelBaseline:
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
     history: tuple[HistoryEntry, ...] = ()
-    # The launch configurations seen when recorded, where they are an autotuner's choice:
-    # the entry matches by name whatever the grid and block, and gates only what does not
-    # depend on the configuration (perfgate.identity.configs). Empty for any other kernel.
+    # The launch configurations seen when recorded (perfgate.identity.configs): several where
+    # they differed between the recorded runs (an autotuned entry: matched by name whatever
+    # the grid and block, gating only what does not depend on the configuration); one for a
+    # Triton/Inductor kernel at one configuration (fully gated). Empty for any other kernel.
     configurations: tuple[LaunchConfig, ...] = ()
     # The 1-based line of the kernel's entry in its file (None when not loaded from one):
     # annotations and JUnit point there. Where it was written, not what it is: not compared.
@@ -144,7 +148,14 @@ class KernelBaseline:
 
     @property
     def tuned(self) -> bool:
-        return bool(self.configurations)
+        """Autotuned: its configuration differed between the recorded runs."""
+        return len(self.configurations) > 1
+
+    @property
+    def pinned(self) -> LaunchConfig | None:
+        """The one configuration a Triton/Inductor kernel ran at in every recorded run: fully
+        gated while it runs there; another grid or block is a reconfiguration."""
+        return self.configurations[0] if len(self.configurations) == 1 else None
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:

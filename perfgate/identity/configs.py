@@ -8,15 +8,20 @@ tunes its generated kernels at their first run and caches the choice per machine
 runs of one start agree, another start differs (compile-default, h100-a against h100-b:
 triton_poi_fused_add_2 grid 4096 block 256 registers 16 -> grid 2048 block 128 registers 18).
 
-Such a kernel is one entry that matches by name whatever its grid and block, records the
-configurations it saw, and gates only what does not depend on the configuration.
+A kernel whose configuration differs between the recorded runs is one entry that matches by
+name whatever its grid and block, records the configurations it saw (each with its best
+duration), and gates only what does not depend on the configuration. An Inductor kernel at one
+configuration in every recorded run stays a fully gated entry that records that configuration:
+a later check that finds it at another grid or block judges it as "reconfigured" (time,
+launches, DRAM bytes); registers alone changing at the same grid and block are gated.
 The distinction from shapes: a configuration that varies BETWEEN the runs of one build is a
 choice; several configurations present in EVERY run are several shapes, several kernels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from perfgate.baseline.model import LaunchConfig
 from perfgate.identity.families import family_of
@@ -75,7 +80,10 @@ def _per_run(launches: Sequence[Launch]) -> list[frozenset[tuple[object, ...]]]:
 
 def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | None:
     """Why the launches of one name (and NVTX range) are one autotuned kernel, or None where
-    they are one kernel or several shapes. `runs`: the capture files recorded together."""
+    they are one kernel or several shapes. `runs`: the capture files recorded together.
+    An Inductor kernel at one configuration in every run is NOT autotuned here: it stays
+    fully gated (an instruction regression of compiled-a's kernels must fail,
+    tests/test_real_changes.py) and records that configuration (records_configuration)."""
     launches = [la for g in groups for la in g.launches]
     per_run = _per_run(launches)
     if (
@@ -84,13 +92,6 @@ def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | N
         and len(set().union(*per_run)) > 1
     ):
         return "its launch configuration differs between the recorded runs"
-    family = family_of(name)
-    one_config = len(groups) == 1 and all(len(shapes) == 1 for shapes in per_run)
-    if family is not None and family.name == "Inductor" and one_config:
-        return (
-            "Inductor tunes its kernels' launch configuration at their first run and "
-            "caches it per machine start, so another start may launch it differently"
-        )
     return None
 
 
@@ -115,6 +116,51 @@ def merge_tuned(
         reasons[key] = why
     out.sort(key=lambda g: min(la.index for la in g.launches))
     return out, reasons
+
+
+def records_configuration(name: str) -> bool:
+    """Whether a kernel at one configuration records it: Inductor's generated Triton kernels,
+    whose grid and block another machine start may tune differently (compile-default h100-a
+    against h100-b). Library kernels keep matching by their grid and block."""
+    family = family_of(name)
+    return family is not None and family.name == "Inductor"
+
+
+def with_durations(
+    configs: Sequence[LaunchConfig],
+    launches: Sequence[Launch],
+    duration: Callable[[Sequence[Launch]], float | None],
+) -> tuple[LaunchConfig, ...]:
+    """Each configuration with its best duration: the least of its per-run `duration`s."""
+    by: dict[tuple[object, ...], dict[str, list[Launch]]] = {}
+    for launch in launches:
+        by.setdefault(config_of(launch).shape, {}).setdefault(launch.source, []).append(launch)
+    out = []
+    for c in configs:
+        values = [v for run in by.get(c.shape, {}).values() if (v := duration(run)) is not None]
+        out.append(replace(c, duration=min(values) if values else None))
+    return tuple(out)
+
+
+def expected_duration(configs: Sequence[LaunchConfig], launches: Sequence[Launch]) -> float | None:
+    """What an autotuned entry's launches should take: each launch at its configuration's
+    recorded best duration, at the fastest recorded one where its configuration was never
+    seen (an autotuner's new choice is a regression only if slower than the best it had,
+    beyond the floor), averaged over the launches. None where no duration was recorded."""
+    known = {c.shape: c.duration for c in configs if c.duration is not None}
+    if not known or not launches:
+        return None
+    fastest = min(known.values())
+    return sum(known.get(config_of(la).shape, fastest) for la in launches) / len(launches)
+
+
+def describe_reconfig(recorded: LaunchConfig, current: Sequence[LaunchConfig]) -> str:
+    """A fully gated Triton/Inductor entry found at another grid or block."""
+    after = ", ".join(c.describe() for c in current)
+    return (
+        f"reconfigured: launch configuration {recorded.describe()} -> {after}; "
+        f"gating {', '.join(CONFIG_INDEPENDENT)} only (configuration changed)"
+    )
 
 
 def pin_advice(name: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.baseline.model import Baseline, KernelBaseline
-from perfgate.identity.configs import configurations, describe_change
+from perfgate.identity.configs import configurations, describe_change, describe_reconfig
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, log_distance
 from perfgate.ingest.launches import Launch
@@ -159,28 +159,62 @@ def _one_to_one(
 
 
 def _tuned_renamed(
-    entries: Sequence[KernelBaseline], groups: Sequence[KernelGroup], claimed: frozenset[int]
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    claimed: frozenset[int],
+    by_nvtx: bool = False,
 ) -> _Pass:
-    """Pass 1b: an autotuned entry not found by its exact name takes the unclaimed groups of
-    its normalised name at any configuration (an Inductor kernel renumbered in another
-    process), where it is the only entry of that normalised name and the groups share one
-    exact name; otherwise it is left to the passes after."""
+    """Pass 1b, for entries that recorded their configuration (perfgate.identity.configs) and
+    were not found at it by their exact name:
+    - a fully gated Triton/Inductor entry (one configuration) takes the unclaimed groups of
+      its exact name, else of its normalised name (renumbered by Inductor in another
+      process), at another grid or block: "reconfigured" (not "missing" + "new");
+    - an autotuned entry takes the unclaimed groups of its normalised name at any
+      configuration (an Inductor kernel renumbered in another process).
+    Only where it is the only such entry of that name and the groups share one exact name;
+    otherwise it is left to the passes after (a renamed kernel at its own shape included)."""
     taken: dict[str, tuple[list[KernelGroup], str]] = {}
     now = set(claimed)
     left: list[KernelBaseline] = []
     rivals = Counter(normalise(e.match.name or "") for e in entries)
+    exact_rivals = Counter(e.match.name or "" for e in entries)
     for entry in entries:
-        norm = normalise(entry.match.name or "")
-        candidates = [i for i, g in enumerate(groups) if i not in now and g.key.normalised == norm]
+        pinned = entry.pinned
+        name = entry.match.name or ""
+        norm = normalise(name)
+
+        nvtx = entry.match.nvtx
+        free = [
+            i for i, g in enumerate(groups) if i not in now and not (by_nvtx and g.key.nvtx != nvtx)
+        ]
+        exact = [i for i in free if groups[i].key.name == name]
+        renamed = not exact
+        candidates = exact or [i for i in free if groups[i].key.normalised == norm]
         names = {groups[i].key.name for i in candidates}
-        if not entry.tuned or rivals[norm] != 1 or len(names) != 1:
+        moved = pinned is not None and all(
+            (groups[i].key.grid, groups[i].key.block) != (pinned.grid, pinned.block)
+            for i in candidates
+        )
+        wanted = (entry.tuned and renamed) or moved
+        if not candidates or not wanted or len(names) != 1 or exact_rivals[name] != 1:
+            left.append(entry)
+            continue
+        if renamed and rivals[norm] != 1:
             left.append(entry)
             continue
         now.update(candidates)
-        chosen, how = _tuned(entry, [groups[i] for i in candidates])
-        # "renamed" first: reports and the diagnosis treat it as any renamed kernel.
-        changed = "" if how == "autotuned" else f"; {how}"
-        taken[entry.id] = (chosen, f"renamed: was {entry.match.name}{changed}")
+        chosen = [groups[i] for i in candidates]
+        if pinned is not None:
+            how = describe_reconfig(
+                pinned, configurations([la for g in chosen for la in g.launches])
+            )
+        else:
+            chosen, how = _tuned(entry, chosen)
+        if renamed:
+            # "renamed" first: reports and the diagnosis treat it as any renamed kernel.
+            changed = "" if how == "autotuned" else f"; {how}"
+            how = f"renamed: was {name}{changed}"
+        taken[entry.id] = (chosen, how)
     return _Pass(taken, frozenset(now), left)
 
 
@@ -224,7 +258,7 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
     """The passes in their order of trust, each on what the one before left; then each
     entry still unmatched is missing, and is paired with the new groups that took its place."""
     exact = _by_name(baseline.kernels, groups, baseline.by_nvtx)
-    retuned = _tuned_renamed(exact.left, groups, exact.claimed)
+    retuned = _tuned_renamed(exact.left, groups, exact.claimed, baseline.by_nvtx)
     renamed = _renamed(retuned.left, groups, retuned.claimed, baseline.by_nvtx)
     reshaped = _reshaped(renamed.left, groups, renamed.claimed)
     result = Matching()

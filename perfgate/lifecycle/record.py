@@ -10,20 +10,34 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate import __version__
 from perfgate.baseline.fingerprint import Fingerprint, for_record
-from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.baseline.model import (
+    Baseline,
+    KernelBaseline,
+    KernelMatch,
+    LaunchConfig,
+    MetricBaseline,
+)
 from perfgate.causes import measure_all
 from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.common.errors import UsageError
-from perfgate.identity.configs import CONFIG_INDEPENDENT, configurations, merge_tuned, tuned_warning
+from perfgate.identity.configs import (
+    CONFIG_INDEPENDENT,
+    config_of,
+    configurations,
+    merge_tuned,
+    records_configuration,
+    tuned_warning,
+    with_durations,
+)
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
 from perfgate.ingest.launches import Capture, Launch
-from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate
+from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
 from perfgate.metrics.stalls import present_reasons, stall_family_report
@@ -108,6 +122,42 @@ def _metric_baseline(
     )
 
 
+def _duration(launches: Sequence[Launch], capture: Capture) -> float | None:
+    got = measure(lookup("duration"), launches, capture.columns)
+    return float(got.value) if isinstance(got, Measured) and isinstance(got.value, float) else None
+
+
+def _pins(group: KernelGroup, seen: Sequence[LaunchConfig]) -> bool:
+    """A Triton/Inductor kernel at one configuration records it (perfgate.identity.configs)."""
+    return len(seen) == 1 and records_configuration(group.key.name)
+
+
+def _tuned_duration(
+    m: Measured,
+    defn: MetricDef,
+    launches: Sequence[Launch],
+    common: LaunchConfig,
+    capture: Capture,
+    duration: float | None,
+) -> MetricBaseline:
+    """An autotuned entry's duration is judged per configuration (each one's best duration in
+    `configurations:`), so its bound is the noise of one configuration: the spread of the
+    configuration most runs used where 3 runs used it, else the calibrated floor, never the
+    spread across configurations (54.9% for perfgate_autotuned_mm, triton-autotune h100-a)."""
+    same = [la for la in launches if config_of(la).shape == common.shape]
+    per_run = _per_run(defn, same, capture.columns)
+    if len(per_run) >= MIN_RUNS:
+        base = _metric_baseline(m, defn, per_run, duration)
+        return replace(base, calibration=f"per configuration: {base.calibration}")
+    floor = floor_for(defn, duration)
+    return replace(
+        _metric_baseline(m, defn, [], duration),
+        threshold=ThresholdOverride(relative=round(floor.relative, 4), absolute=floor.absolute),
+        calibration=f"per configuration: {len(per_run)} run(s) at one configuration: floor "
+        f"{floor.relative:.2%} ({floor.why})",
+    )
+
+
 def record_kernel(
     group: KernelGroup, kid: str, names: list[str], capture: Capture, tuned: bool = False
 ) -> tuple[KernelBaseline | None, list[str]]:
@@ -121,12 +171,18 @@ def record_kernel(
         if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
         else None
     )
+    seen = configurations(launches)
+    if tuned:
+        seen = with_durations(seen, launches, lambda run: _duration(run, capture))
     metrics: list[MetricBaseline] = []
     for name in gated:
         defn = lookup(name)
         result = measure(defn, launches, capture.columns)
         if isinstance(result, Unavailable):
             skipped.append(f"{kid}: {name}: {result.reason}")
+            continue
+        if tuned and name == "duration":
+            metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration))
             continue
         per_run = _per_run(defn, launches, capture.columns)
         metrics.append(_metric_baseline(result, defn, per_run, duration))
@@ -155,7 +211,7 @@ def record_kernel(
         int(per_run_launches) if per_run_launches is not None else None,
         info=info,
         family=family.name if family else None,
-        configurations=configurations(launches) if tuned else (),
+        configurations=seen if tuned or _pins(group, seen) else (),
     ), skipped
 
 
