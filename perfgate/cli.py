@@ -396,6 +396,8 @@ def record_command(
     for note in result.notes:
         if not quiet:
             click.echo(f"note: {note}", err=True)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     for line in result.skipped:
         if metrics:  # asked for by name: say where a metric could not be recorded
             click.echo(f"  skipped {line}", err=True)

@@ -15,6 +15,7 @@ from perfgate.baseline.model import (
     HistoryEntry,
     KernelBaseline,
     KernelMatch,
+    LaunchConfig,
     MetricBaseline,
     ProgramBaseline,
 )
@@ -119,6 +120,20 @@ def match_document(match: KernelMatch) -> dict[str, Any]:
     return doc
 
 
+def configuration_document(config: LaunchConfig) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key in ("grid", "block"):
+        if getattr(config, key) is not None:
+            doc[key] = list(getattr(config, key))
+    for key in ("registers", "shared_memory"):
+        if getattr(config, key) is not None:
+            doc[key] = getattr(config, key)
+    doc["runs"] = config.runs
+    if config.duration is not None:
+        doc["duration"] = tidy(config.duration)
+    return doc
+
+
 def kernel_document(kernel: KernelBaseline) -> dict[str, Any]:
     """One kernel's entry as the file holds it."""
     entry: dict[str, Any] = {"id": kernel.id, "match": match_document(kernel.match)}
@@ -129,6 +144,8 @@ def kernel_document(kernel: KernelBaseline) -> dict[str, Any]:
     if kernel.launches is not None:
         entry["launches"] = kernel.launches
     entry["metrics"] = {metric.name: metric_document(metric) for metric in kernel.metrics}
+    if kernel.configurations:
+        entry["configurations"] = [configuration_document(c) for c in kernel.configurations]
     if kernel.info:
         entry["info"] = {k: tidy(v) for k, v in kernel.info.items()}
     if kernel.history:

@@ -26,8 +26,9 @@ _OVERRIDE_KEYS = frozenset(
 _DIRECTIONS = frozenset({"higher_is_worse", "lower_is_worse", "any_change"})
 _STRINGS = ("unit", "source", "group", "family", "calibration")
 _KERNEL_KEYS = frozenset(
-    {"id", "match", "name", "launches", "metrics", "family", "info", "history"}
+    {"id", "match", "name", "launches", "metrics", "family", "info", "history", "configurations"}
 )
+_CONFIG_KEYS = frozenset({"grid", "block", "registers", "shared_memory", "runs", "duration"})
 _HISTORY_KEYS = frozenset({"date", "by", "reason", "action", "previous"})
 _ACTIONS = frozenset({"accept", "update", "ratchet", "add", "remove"})
 _MATCH_KEYS = frozenset({"function", "name", "regex", "block", "grid", "nvtx", "work"})
@@ -144,7 +145,25 @@ def kernel_is_valid(kernel: Any) -> bool:
         return False
     if "history" in kernel and not _history(kernel["history"]):
         return False
+    if "configurations" in kernel and not _configurations(kernel["configurations"]):
+        return False
     return bulk_is_valid(kernel)
+
+
+def _configurations(c: Any) -> bool:
+    return isinstance(c, list) and all(
+        isinstance(one, dict)
+        and one.keys() <= _CONFIG_KEYS
+        and "runs" in one
+        and _count(one["runs"], 0)
+        and all(_dim3(one[k]) for k in ("grid", "block") if k in one)
+        and all(_count(one[k], 0) for k in ("registers", "shared_memory") if k in one)
+        and (
+            "duration" not in one
+            or (isinstance(one["duration"], (int, float)) and not isinstance(one["duration"], bool))
+        )
+        for one in c
+    )
 
 
 def _history(h: Any) -> bool:

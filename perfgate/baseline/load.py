@@ -26,6 +26,7 @@ from perfgate.baseline.model import (
     HistoryEntry,
     KernelBaseline,
     KernelMatch,
+    LaunchConfig,
     MetricBaseline,
     ProgramBaseline,
 )
@@ -565,6 +566,18 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
                 launches=kernel.get("launches") if data.get("format_version") != 1 else None,
                 info=info,
                 family=kernel.get("family"),
+                # Absent before autotuned entries existed: an ordinary kernel (format 2 as is).
+                configurations=tuple(
+                    LaunchConfig(
+                        _dim3(c.get("grid")),
+                        _dim3(c.get("block")),
+                        c.get("registers"),
+                        c.get("shared_memory"),
+                        c.get("runs", 0),
+                        float(c["duration"]) if c.get("duration") is not None else None,
+                    )
+                    for c in kernel.get("configurations") or ()
+                ),
                 history=tuple(
                     HistoryEntry(
                         date=h["date"],

@@ -97,6 +97,37 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
+class LaunchConfig:
+    """One launch configuration a kernel ran with in the recorded runs of one build: an
+    autotuner's or a library heuristic's choice (docs/identity.md, "Autotuned kernels")."""
+
+    grid: Dim3 | None
+    block: Dim3 | None
+    registers: int | None = None  # per thread
+    shared_memory: int | None = None  # bytes per block, static + dynamic
+    runs: int = 0  # how many recorded runs used it
+    # Its best duration (ns): the least of its per-run means. An autotuned entry's duration
+    # is judged against the configuration the check ran at, not the spread across them.
+    duration: float | None = None
+
+    @property
+    def shape(self) -> tuple[Dim3 | None, Dim3 | None, int | None, int | None]:
+        """What tells two configurations apart (the run count does not)."""
+        return (self.grid, self.block, self.registers, self.shared_memory)
+
+    def describe(self) -> str:
+        def dims(d: Dim3 | None) -> str:
+            return "?" if d is None else "x".join(str(v) for v in d)
+
+        text = f"grid {dims(self.grid)} block {dims(self.block)}"
+        if self.registers is not None:
+            text += f" registers {self.registers}"
+        if self.shared_memory:
+            text += f" shared {self.shared_memory} B"
+        return text
+
+
+@dataclass(frozen=True)
 class KernelBaseline:
     id: str
     match: KernelMatch
@@ -107,9 +138,25 @@ class KernelBaseline:
     info: Mapping[str, float | str] = field(default_factory=dict)
     family: str | None = None
     history: tuple[HistoryEntry, ...] = ()
+    # The launch configurations seen when recorded (perfgate.identity.configs): several where
+    # they differed between the recorded runs (an autotuned entry: matched by name whatever
+    # the grid and block, gating only what does not depend on the configuration); one for a
+    # Triton/Inductor kernel at one configuration (fully gated). Empty for any other kernel.
+    configurations: tuple[LaunchConfig, ...] = ()
     # The 1-based line of the kernel's entry in its file (None when not loaded from one):
     # annotations and JUnit point there. Where it was written, not what it is: not compared.
     line: int | None = field(default=None, compare=False)
+
+    @property
+    def tuned(self) -> bool:
+        """Autotuned: its configuration differed between the recorded runs."""
+        return len(self.configurations) > 1
+
+    @property
+    def pinned(self) -> LaunchConfig | None:
+        """The one configuration a Triton/Inductor kernel ran at in every recorded run: fully
+        gated while it runs there; another grid or block is a reconfiguration."""
+        return self.configurations[0] if len(self.configurations) == 1 else None
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:

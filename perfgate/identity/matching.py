@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.baseline.model import Baseline, KernelBaseline
+from perfgate.identity.configs import configurations, describe_change, describe_reconfig
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, log_distance
 from perfgate.ingest.launches import Launch
@@ -57,6 +58,13 @@ def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGr
     if isinstance(recorded, float):
         return min(candidates, key=lambda g: log_distance(g.instructions or 0.0, recorded))
     return candidates[0]
+
+
+def _tuned(entry: KernelBaseline, chosen: list[KernelGroup]) -> tuple[list[KernelGroup], str]:
+    """An autotuned entry's groups, and "autotuned", or where the configuration is not the
+    one most recorded runs used, what it changed from and to."""
+    now = configurations([la for g in chosen for la in g.launches])
+    return chosen, describe_change(entry.configurations, now) or "autotuned"
 
 
 def _pooled(entry: KernelBaseline, groups: Sequence[KernelGroup]) -> list[int]:
@@ -106,6 +114,11 @@ def _by_name(
             for i in by_name.get(entry.match.name or "", ())
             if i not in claimed and _same_shape(entry, groups[i], by_nvtx)
         ]
+        if candidates and entry.tuned:
+            # An autotuned kernel is every launch of its name, at whichever configuration.
+            claimed.update(candidates)
+            taken[entry.id] = _tuned(entry, [groups[i] for i in candidates])
+            continue
         if not candidates:
             left.append(entry)
             continue
@@ -142,6 +155,66 @@ def _one_to_one(
             taken[entry.id] = ([groups[index]], how(entry, groups[index]))
         else:
             left.append(entry)
+    return _Pass(taken, frozenset(now), left)
+
+
+def _tuned_renamed(
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    claimed: frozenset[int],
+    by_nvtx: bool = False,
+) -> _Pass:
+    """Pass 1b, for entries that recorded their configuration (perfgate.identity.configs) and
+    were not found at it by their exact name:
+    - a fully gated Triton/Inductor entry (one configuration) takes the unclaimed groups of
+      its exact name, else of its normalised name (renumbered by Inductor in another
+      process), at another grid or block: "reconfigured" (not "missing" + "new");
+    - an autotuned entry takes the unclaimed groups of its normalised name at any
+      configuration (an Inductor kernel renumbered in another process).
+    Only where it is the only such entry of that name and the groups share one exact name;
+    otherwise it is left to the passes after (a renamed kernel at its own shape included)."""
+    taken: dict[str, tuple[list[KernelGroup], str]] = {}
+    now = set(claimed)
+    left: list[KernelBaseline] = []
+    rivals = Counter(normalise(e.match.name or "") for e in entries)
+    exact_rivals = Counter(e.match.name or "" for e in entries)
+    for entry in entries:
+        pinned = entry.pinned
+        name = entry.match.name or ""
+        norm = normalise(name)
+
+        nvtx = entry.match.nvtx
+        free = [
+            i for i, g in enumerate(groups) if i not in now and not (by_nvtx and g.key.nvtx != nvtx)
+        ]
+        exact = [i for i in free if groups[i].key.name == name]
+        renamed = not exact
+        candidates = exact or [i for i in free if groups[i].key.normalised == norm]
+        names = {groups[i].key.name for i in candidates}
+        moved = pinned is not None and all(
+            (groups[i].key.grid, groups[i].key.block) != (pinned.grid, pinned.block)
+            for i in candidates
+        )
+        wanted = (entry.tuned and renamed) or moved
+        if not candidates or not wanted or len(names) != 1 or exact_rivals[name] != 1:
+            left.append(entry)
+            continue
+        if renamed and rivals[norm] != 1:
+            left.append(entry)
+            continue
+        now.update(candidates)
+        chosen = [groups[i] for i in candidates]
+        if pinned is not None:
+            how = describe_reconfig(
+                pinned, configurations([la for g in chosen for la in g.launches])
+            )
+        else:
+            chosen, how = _tuned(entry, chosen)
+        if renamed:
+            # "renamed" first: reports and the diagnosis treat it as any renamed kernel.
+            changed = "" if how == "autotuned" else f"; {how}"
+            how = f"renamed: was {name}{changed}"
+        taken[entry.id] = (chosen, how)
     return _Pass(taken, frozenset(now), left)
 
 
@@ -185,10 +258,11 @@ def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
     """The passes in their order of trust, each on what the one before left; then each
     entry still unmatched is missing, and is paired with the new groups that took its place."""
     exact = _by_name(baseline.kernels, groups, baseline.by_nvtx)
-    renamed = _renamed(exact.left, groups, exact.claimed, baseline.by_nvtx)
+    retuned = _tuned_renamed(exact.left, groups, exact.claimed, baseline.by_nvtx)
+    renamed = _renamed(retuned.left, groups, retuned.claimed, baseline.by_nvtx)
     reshaped = _reshaped(renamed.left, groups, renamed.claimed)
     result = Matching()
-    for taken in (exact.taken, renamed.taken, reshaped.taken):
+    for taken in (exact.taken, retuned.taken, renamed.taken, reshaped.taken):
         for kernel, (matched, how) in taken.items():
             result.groups[kernel] = matched
             result.how[kernel] = how

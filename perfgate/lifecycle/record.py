@@ -10,19 +10,34 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate import __version__
 from perfgate.baseline.fingerprint import Fingerprint, for_record
-from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.baseline.model import (
+    Baseline,
+    KernelBaseline,
+    KernelMatch,
+    LaunchConfig,
+    MetricBaseline,
+)
 from perfgate.causes import measure_all
 from perfgate.causes import metrics as diagnosis_metrics
 from perfgate.common.errors import UsageError
+from perfgate.identity.configs import (
+    CONFIG_INDEPENDENT,
+    config_of,
+    configurations,
+    merge_tuned,
+    records_configuration,
+    tuned_warning,
+    with_durations,
+)
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
 from perfgate.ingest.launches import Capture, Launch
-from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate
+from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
 from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
@@ -43,6 +58,8 @@ class RecordResult:
     baseline: Baseline
     skipped: tuple[str, ...]  # "kernel: metric: why" for metrics a kernel could not record
     notes: tuple[str, ...] = ()
+    # Kernels recorded as autotuned (perfgate.identity.configs), how to pin each one.
+    warnings: tuple[str, ...] = ()
 
 
 def _sha256(path: str) -> str | None:
@@ -106,23 +123,67 @@ def _metric_baseline(
     )
 
 
+def _duration(launches: Sequence[Launch], capture: Capture) -> float | None:
+    got = measure(lookup("duration"), launches, capture.columns)
+    return float(got.value) if isinstance(got, Measured) and isinstance(got.value, float) else None
+
+
+def _pins(group: KernelGroup, seen: Sequence[LaunchConfig]) -> bool:
+    """A Triton/Inductor kernel at one configuration records it (perfgate.identity.configs)."""
+    return len(seen) == 1 and records_configuration(group.key.name)
+
+
+def _tuned_duration(
+    m: Measured,
+    defn: MetricDef,
+    launches: Sequence[Launch],
+    common: LaunchConfig,
+    capture: Capture,
+    duration: float | None,
+) -> MetricBaseline:
+    """An autotuned entry's duration is judged per configuration (each one's best duration in
+    `configurations:`), so its bound is the noise of one configuration: the spread of the
+    configuration most runs used where 3 runs used it, else the calibrated floor, never the
+    spread across configurations (54.9% for perfgate_autotuned_mm, triton-autotune h100-a)."""
+    same = [la for la in launches if config_of(la).shape == common.shape]
+    per_run = _per_run(defn, same, capture.columns)
+    if len(per_run) >= MIN_RUNS:
+        base = _metric_baseline(m, defn, per_run, duration)
+        return replace(base, calibration=f"per configuration: {base.calibration}")
+    floor = floor_for(defn, duration)
+    return replace(
+        _metric_baseline(m, defn, [], duration),
+        threshold=ThresholdOverride(relative=round(floor.relative, 4), absolute=floor.absolute),
+        calibration=f"per configuration: {len(per_run)} run(s) at one configuration: floor "
+        f"{floor.relative:.2%} ({floor.why})",
+    )
+
+
 def record_kernel(
-    group: KernelGroup, kid: str, names: list[str], capture: Capture
+    group: KernelGroup, kid: str, names: list[str], capture: Capture, tuned: bool = False
 ) -> tuple[KernelBaseline | None, list[str]]:
+    """`tuned`: an autotuned kernel, whose configuration-dependent metrics go to `info`."""
     skipped: list[str] = []
     launches = group.launches
+    gated = [n for n in names if n in CONFIG_INDEPENDENT] if tuned else names
     duration_m = measure(lookup("duration"), launches, capture.columns)
     duration = (
         float(duration_m.value)
         if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
         else None
     )
+    seen = configurations(launches)
+    if tuned:
+        seen = with_durations(seen, launches, lambda run: _duration(run, capture))
     metrics: list[MetricBaseline] = []
-    for name in names:
+    for name in gated:
         defn = lookup(name)
         result = measure(defn, launches, capture.columns)
         if isinstance(result, Unavailable):
             skipped.append(f"{kid}: {name}: {result.reason}")
+            continue
+        if tuned and name == "duration":
+            metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration))
             continue
         per_run = _per_run(defn, launches, capture.columns)
         metrics.append(_metric_baseline(result, defn, per_run, duration))
@@ -130,9 +191,12 @@ def record_kernel(
         return None, skipped
     # Beside the gated values, what the differential diagnosis reads on both sides of a
     # later check; `info` is never gated.
-    diagnostic = [n for n in diagnosis_metrics() if n not in names]
+    diagnostic = [n for n in [*names, *diagnosis_metrics()] if n not in gated]
     info: dict[str, float | str] = {
-        name: got.value for name, got in measure_all(launches, capture.columns, diagnostic).items()
+        name: got.value
+        for name, got in measure_all(
+            launches, capture.columns, list(dict.fromkeys(diagnostic))
+        ).items()
     }
     info.update(rule_speedups(launches))
     key = group.key
@@ -148,6 +212,7 @@ def record_kernel(
         int(per_run_launches) if per_run_launches is not None else None,
         info=info,
         family=family.name if family else None,
+        configurations=seen if tuned or _pins(group, seen) else (),
     ), skipped
 
 
@@ -173,15 +238,23 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
     names = list(settings.metrics) or default_metrics(capture.columns, cc)
-    groups = group_launches(launches, by_nvtx=settings.by_nvtx)
+    groups, tuned = merge_tuned(
+        group_launches(launches, by_nvtx=settings.by_nvtx), len(capture.paths)
+    )
     ids = readable_ids([g.key for g in groups])
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
+    warnings: list[str] = []
     for group in groups:
-        kernel, why = record_kernel(group, ids[group.key], names, capture)
+        kernel, why = record_kernel(group, ids[group.key], names, capture, group.key in tuned)
         skipped.extend(why)
         if kernel is not None:
             kernels.append(kernel)
+            if kernel.tuned:
+                warnings.append(
+                    tuned_warning(kernel.id, group.key.name, kernel.configurations,
+                                  tuned[group.key])
+                )  # fmt: skip
     recorded = {m.name for k in kernels for m in k.metrics}
     missing = [n for n in names if n not in recorded]
     if settings.metrics and missing:
@@ -218,4 +291,4 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         fingerprint=fingerprint,
         program=record_program(capture),
     )
-    return RecordResult(baseline, tuple(skipped), tuple(notes))
+    return RecordResult(baseline, tuple(skipped), tuple(notes), tuple(warnings))

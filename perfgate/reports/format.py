@@ -183,7 +183,7 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
     if v.state in _QUIET and not verbose:
         return lines
     pad = " " * 14
-    if v.matched_by in ("renamed", "reshaped") and v.message:
+    if v.matched_by in ("renamed", "reshaped", "reconfigured") and v.message:
         lines.append(f"{pad}matched as {v.message}")
     shown_cause = v.headline if v.state in (KernelState.REGRESSED, KernelState.IMPROVED) else None
     for cause in v.causes:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from perfgate import causes as differential
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
+from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, KernelKey, group_launches, readable_ids
 from perfgate.identity.matching import Matching, match
@@ -315,7 +316,12 @@ def _judge_kernel(
     if passed is not None:
         comparisons = passed
     else:
+        reconfigured = kernel.pinned is not None and "reconfigured" in how
         for metric in kernel.metrics:
+            if reconfigured and metric.name not in CONFIG_INDEPENDENT:
+                # The tile changed: this metric follows it (docs/identity.md).
+                comparisons.append(_configuration_changed(kernel, metric))
+                continue
             comparison, got = _compare_metric(
                 kernel, metric, launches, capture, baseline, memo, rows
             )
@@ -358,7 +364,33 @@ def _judge_kernel(
     )
 
 
-_CHANGED = ("renamed", "reshaped")  # matched by another identity: always diagnosed
+def _configuration_changed(kernel: KernelBaseline, metric: MetricBaseline) -> Comparison:
+    return Comparison(
+        kernel=kernel.id,
+        metric=metric.name,
+        state=State.SKIPPED,
+        baseline=metric.value,
+        unit=metric.unit,
+        message="configuration changed",
+    )
+
+
+def _per_configuration(kernel: KernelBaseline, launches: Sequence[Launch]) -> KernelBaseline:
+    """An autotuned entry with its duration set to what the check's configurations took when
+    recorded (perfgate.identity.configs.expected_duration); its bound is one configuration's
+    noise (perfgate.lifecycle.record)."""
+    expected = expected_duration(kernel.configurations, launches) if kernel.tuned else None
+    if expected is None:
+        return kernel
+    metrics = tuple(
+        replace(m, value=expected) if m.name == "duration" else m for m in kernel.metrics
+    )
+    return replace(kernel, metrics=metrics)
+
+
+# Matched by another identity, or an autotuned kernel at another configuration than most
+# recorded runs used (perfgate.identity.configs): always diagnosed, the message says how.
+_CHANGED = ("renamed", "reshaped", "reconfigured")
 
 
 class _Passing:
@@ -576,6 +608,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     passing = _Passing(table, baseline, capture.columns, memo)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches:
+            kernel = _per_configuration(kernel, launches)
             how = matching.how[kernel.id]
             cc = next((la.cc for la in launches if la.cc), None)
             rows = table.kernel(index, cc)

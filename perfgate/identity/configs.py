@@ -1,0 +1,207 @@
+"""Kernels whose launch configuration is an autotuner's choice, not part of what they are.
+
+Triton's @triton.autotune benchmarks its configs in each new process and keeps the fastest,
+so one build launches one kernel at another grid, block and register count from run to run
+(tests/data/field/h100/h100-a/triton-autotune-run{1,2,3}: perfgate_autotuned_mm at grid 512
+block 128 registers 126, grid 512 block 128 registers 128, grid 128 block 256). Inductor
+tunes its generated kernels at their first run and caches the choice per machine start: the
+runs of one start agree, another start differs (compile-default, h100-a against h100-b:
+triton_poi_fused_add_2 grid 4096 block 256 registers 16 -> grid 2048 block 128 registers 18).
+
+A kernel whose configuration differs between the recorded runs is one entry that matches by
+name whatever its grid and block, records the configurations it saw (each with its best
+duration), and gates only what does not depend on the configuration. An Inductor kernel at one
+configuration in every recorded run stays a fully gated entry that records that configuration:
+a later check that finds it at another grid or block judges it as "reconfigured" (time,
+launches, DRAM bytes); registers alone changing at the same grid and block are gated.
+The distinction from shapes: a configuration that varies BETWEEN the runs of one build is a
+choice; several configurations present in EVERY run are several shapes, several kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from perfgate.baseline.model import LaunchConfig
+from perfgate.identity.families import family_of
+from perfgate.identity.grouping import KernelGroup, KernelKey
+from perfgate.ingest.launches import Launch
+
+# What an autotuned entry gates: time, launches and the DRAM bytes, which follow from the
+# data the kernel reads and writes, not from the tile (113.77 MB and 113.17 MB for the two
+# perfgate_rmsnorm_kernel configs of triton-autotune h100-a). Registers, shared memory,
+# occupancy, instruction and sector counts, tensor instructions and stall ratios follow the
+# tile and move to `info` (kept for the diagnosis, never gated).
+CONFIG_INDEPENDENT = ("duration", "total_time", "launches", "dram_bytes")
+
+_REGISTERS = "launch__registers_per_thread"
+_SHARED = ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic")
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def config_of(launch: Launch) -> LaunchConfig:
+    """A launch's configuration; `runs` left at 0."""
+    shared = [v for key in _SHARED if (v := _int(launch.metrics.get(key))) is not None]
+    return LaunchConfig(
+        launch.grid,
+        launch.block,
+        _int(launch.metrics.get(_REGISTERS)),
+        sum(shared) if shared else None,
+    )
+
+
+def configurations(launches: Sequence[Launch]) -> tuple[LaunchConfig, ...]:
+    """Each configuration of the launches with the number of runs (capture files) that used
+    it, most runs first, then in order of first launch."""
+    runs: dict[tuple[object, ...], set[str]] = {}
+    first: dict[tuple[object, ...], LaunchConfig] = {}
+    for launch in sorted(launches, key=lambda la: (la.source, la.index)):
+        config = config_of(launch)
+        runs.setdefault(config.shape, set()).add(launch.source)
+        first.setdefault(config.shape, config)
+    ordered = sorted(first, key=lambda shape: -len(runs[shape]))
+    return tuple(
+        LaunchConfig(c.grid, c.block, c.registers, c.shared_memory, len(runs[s]))
+        for s in ordered
+        for c in (first[s],)
+    )
+
+
+def _per_run(launches: Sequence[Launch]) -> list[frozenset[tuple[object, ...]]]:
+    by_run: dict[str, set[tuple[object, ...]]] = {}
+    for launch in launches:
+        by_run.setdefault(launch.source, set()).add(config_of(launch).shape)
+    return [frozenset(shapes) for shapes in by_run.values()]
+
+
+def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | None:
+    """Why the launches of one name (and NVTX range) are one autotuned kernel, or None where
+    they are one kernel or several shapes. `runs`: the capture files recorded together.
+    An Inductor kernel at one configuration in every run is NOT autotuned here: it stays
+    fully gated (an instruction regression of compiled-a's kernels must fail,
+    tests/test_real_changes.py) and records that configuration (records_configuration)."""
+    launches = [la for g in groups for la in g.launches]
+    per_run = _per_run(launches)
+    if (
+        runs >= 2
+        and (len(per_run) < runs or len(set(per_run)) > 1)
+        and len(set().union(*per_run)) > 1
+    ):
+        return "its launch configuration differs between the recorded runs"
+    return None
+
+
+def merge_tuned(
+    groups: Sequence[KernelGroup], runs: int
+) -> tuple[list[KernelGroup], dict[KernelKey, str]]:
+    """The groups with each autotuned kernel's groups made one, keyed by its name alone
+    (grid and block None), in order of first launch; and why each merged key is autotuned."""
+    by_name: dict[tuple[str, str | None], list[KernelGroup]] = {}
+    for group in groups:
+        by_name.setdefault((group.key.name, group.key.nvtx), []).append(group)
+    reasons: dict[KernelKey, str] = {}
+    out: list[KernelGroup] = []
+    for (name, nvtx), members in by_name.items():
+        why = tuned_reason(name, members, runs)
+        if why is None:
+            out.extend(members)
+            continue
+        key = KernelKey(name, None, None, nvtx)
+        launches = sorted((la for g in members for la in g.launches), key=lambda la: la.index)
+        out.append(KernelGroup(key, tuple(launches)))
+        reasons[key] = why
+    out.sort(key=lambda g: min(la.index for la in g.launches))
+    return out, reasons
+
+
+def records_configuration(name: str) -> bool:
+    """Whether a kernel at one configuration records it: Inductor's generated Triton kernels,
+    whose grid and block another machine start may tune differently (compile-default h100-a
+    against h100-b). Library kernels keep matching by their grid and block."""
+    family = family_of(name)
+    return family is not None and family.name == "Inductor"
+
+
+def with_durations(
+    configs: Sequence[LaunchConfig],
+    launches: Sequence[Launch],
+    duration: Callable[[Sequence[Launch]], float | None],
+) -> tuple[LaunchConfig, ...]:
+    """Each configuration with its best duration: the least of its per-run `duration`s."""
+    by: dict[tuple[object, ...], dict[str, list[Launch]]] = {}
+    for launch in launches:
+        by.setdefault(config_of(launch).shape, {}).setdefault(launch.source, []).append(launch)
+    out = []
+    for c in configs:
+        values = [v for run in by.get(c.shape, {}).values() if (v := duration(run)) is not None]
+        out.append(replace(c, duration=min(values) if values else None))
+    return tuple(out)
+
+
+def expected_duration(configs: Sequence[LaunchConfig], launches: Sequence[Launch]) -> float | None:
+    """What an autotuned entry's launches should take: each launch at its configuration's
+    recorded best duration, at the fastest recorded one where its configuration was never
+    seen (an autotuner's new choice is a regression only if slower than the best it had,
+    beyond the floor), averaged over the launches. None where no duration was recorded."""
+    known = {c.shape: c.duration for c in configs if c.duration is not None}
+    if not known or not launches:
+        return None
+    fastest = min(known.values())
+    return sum(known.get(config_of(la).shape, fastest) for la in launches) / len(launches)
+
+
+def describe_reconfig(recorded: LaunchConfig, current: Sequence[LaunchConfig]) -> str:
+    """A fully gated Triton/Inductor entry found at another grid or block."""
+    after = ", ".join(c.describe() for c in current)
+    return (
+        f"reconfigured: launch configuration {recorded.describe()} -> {after}; "
+        f"gating {', '.join(CONFIG_INDEPENDENT)} only (configuration changed)"
+    )
+
+
+def pin_advice(name: str) -> str:
+    """How to make the kernel's configuration the same in every run, by who chose it."""
+    family = family_of(name)
+    if family is not None and family.name == "Inductor":
+        return (
+            "warm Inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR) before the profiled run "
+            "and capture with that cache, or fix the configs (e.g. no max-autotune)"
+        )
+    if family is not None and family.library:
+        return (
+            f"choose a fixed algorithm where {family.name} offers one (e.g. "
+            "torch.backends.cudnn.benchmark=False, a cuBLAS algorithm or workspace setting)"
+        )
+    return (
+        "for a Triton kernel, give @triton.autotune one triton.Config (or launch with a fixed "
+        "config), or warm the autotune cache outside the profiled range (TRITON_CACHE_DIR, "
+        "ncu --nvtx-include / --launch-skip past the tuning launches)"
+    )
+
+
+def tuned_warning(kernel_id: str, name: str, configs: Sequence[LaunchConfig], why: str) -> str:
+    seen = "; ".join(f"{c.describe()} in {c.runs} run{'s' if c.runs != 1 else ''}" for c in configs)
+    return (
+        f"{kernel_id}: autotuned launch configuration ({why}): recorded as one entry that "
+        f"gates {', '.join(CONFIG_INDEPENDENT)} only; seen: {seen}. To gate all its metrics, "
+        f"pin the configuration: {pin_advice(name)} (docs/identity.md)"
+    )
+
+
+def describe_change(recorded: Sequence[LaunchConfig], current: Sequence[LaunchConfig]) -> str:
+    """ "" where the check's launches all use the configuration most recorded runs used, else
+    what it changed from and to (the recorded ones with their run counts)."""
+    if recorded and {c.shape for c in current} == {recorded[0].shape}:
+        return ""
+    known = {c.shape for c in recorded}
+    before = ", ".join(
+        f"{c.describe()} ({c.runs} run{'s' if c.runs != 1 else ''})" for c in recorded
+    )
+    after = ", ".join(
+        c.describe() + ("" if c.shape in known else " (not seen when recorded)") for c in current
+    )
+    return f"reconfigured: autotuned launch configuration {before} -> {after}"

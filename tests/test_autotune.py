@@ -1,0 +1,164 @@
+"""Autotuned launch configurations (issue 21, item 4) on the real field captures: Triton's
+@autotune and Inductor pick another grid/block/registers per process or machine start."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from perfgate.baseline.dump import dump_baseline
+from perfgate.baseline.load import load_baseline
+from perfgate.identity.configs import CONFIG_INDEPENDENT
+from perfgate.ingest import read_captures
+from perfgate.ingest.launches import Capture
+from perfgate.judge.comparison import State
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.verdicts.check import check
+
+FIELD = Path(__file__).parent / "data" / "field" / "h100"
+DURATION = "gpu__time_duration.sum"
+
+
+def _runs(start: str, workload: str, runs: tuple[int, ...]) -> list[str]:
+    return [str(FIELD / start / f"{workload}-run{r}.csv.gz") for r in runs]
+
+
+def _record(workload: str):  # type: ignore[no-untyped-def]
+    return record(read_captures(_runs("h100-a", workload, (1, 2, 3))), RecordSettings())
+
+
+def _slower(capture: Capture, name: str, factor: float) -> Capture:
+    """A synthetic capture derived from a real one: `name`'s launches `factor` x longer."""
+    launches = tuple(
+        replace(la, metrics={**la.metrics, DURATION: float(la.metrics[DURATION]) * factor})
+        if la.name == name
+        else la
+        for la in capture.launches
+    )
+    return replace(capture, launches=launches)
+
+
+def _states(result) -> dict[str, KernelState]:  # type: ignore[no-untyped-def]
+    return {v.kernel: v.state for v in result.verdicts}
+
+
+def test_triton_autotune_records_one_entry_per_kernel_with_its_configurations() -> None:
+    result = _record("triton-autotune")
+    names = [k.match.name for k in result.baseline.kernels]
+    assert sorted(names) == ["perfgate_autotuned_mm", "perfgate_rmsnorm_kernel"]
+    mm = next(k for k in result.baseline.kernels if k.match.name == "perfgate_autotuned_mm")
+    assert mm.match.grid is None and mm.match.block is None
+    # Three runs, three choices (grid 512 block 128 at two register counts, grid 128 block 256).
+    assert {(c.grid, c.block) for c in mm.configurations} == {
+        ((512, 1, 1), (128, 1, 1)),
+        ((128, 1, 1), (256, 1, 1)),
+    }
+    assert sum(c.runs for c in mm.configurations) == 3
+    assert {m.name for m in mm.metrics} <= set(CONFIG_INDEPENDENT)
+    assert "registers_per_thread" in mm.info and "duration" in {m.name for m in mm.metrics}
+    warning = next(w for w in result.warnings if w.startswith("perfgate_autotuned_mm"))
+    assert "grid 512x1x1 block 128x1x1" in warning and "grid 128x1x1 block 256x1x1" in warning
+    assert "triton.Config" in warning
+
+
+def test_configurations_survive_the_file(tmp_path: Path) -> None:
+    baseline = _record("triton-autotune").baseline
+    path = tmp_path / "b.yaml"
+    path.write_text(dump_baseline(baseline))
+    loaded = load_baseline(str(path))
+    assert [k.configurations for k in loaded.kernels] == [
+        k.configurations for k in baseline.kernels
+    ]
+
+
+def _more_registers(capture: Capture, name: str) -> Capture:
+    """A synthetic capture derived from a real one: `name` at one more register per thread,
+    at its own grid and block (what the detection benchmark injects)."""
+    key = "launch__registers_per_thread"
+    launches = tuple(
+        replace(la, metrics={**la.metrics, key: float(la.metrics[key]) + 1})
+        if la.name == name
+        else la
+        for la in capture.launches
+    )
+    return replace(capture, launches=launches)
+
+
+def test_triton_autotune_checks_another_start_and_catches_a_slowdown() -> None:
+    baseline = _record("triton-autotune").baseline
+    mm = next(k for k in baseline.kernels if k.id == "perfgate_autotuned_mm")
+    # Each configuration keeps its own best duration (h100-a: 29.5, 35.4 and 39.1 us)...
+    assert all(c.duration is not None for c in mm.configurations)
+    assert len({c.duration for c in mm.configurations}) == 3
+    # ... so the bound is one configuration's noise, not the 33% spread across them.
+    duration = next(m for m in mm.metrics if m.name == "duration")
+    assert duration.threshold is not None and duration.threshold.relative < 0.1
+    for run in (1, 2):
+        capture = read_captures(_runs("h100-b", "triton-autotune", (run,)))
+        result = check(baseline, capture)
+        assert set(_states(result).values()) == {KernelState.PASS}, _states(result)
+        slow = check(baseline, _slower(capture, "perfgate_autotuned_mm", 1.2))
+        assert _states(slow)["perfgate_autotuned_mm"] is KernelState.REGRESSED, run
+    capture = read_captures(_runs("h100-b", "triton-autotune", (1,)))
+    verdict = next(v for v in check(baseline, capture).verdicts if v.kernel == mm.id)
+    # h100-b run 1 chose grid 128 block 256, which h100-a run 3 chose too: not the majority.
+    assert verdict.matched_by == "reconfigured" and "->" in verdict.message
+
+
+def test_compile_default_inductor_kernels_record_their_one_configuration() -> None:
+    result = _record("compile-default")
+    add = next(k for k in result.baseline.kernels if "triton_poi_fused_add" in (k.name or ""))
+    # One configuration in every h100-a run: a normal, fully gated entry that says which.
+    assert not add.tuned and add.pinned is not None
+    assert add.match.grid == (4096, 1, 1) and add.pinned.grid == (4096, 1, 1)
+    assert "registers_per_thread" in {m.name for m in add.metrics}
+    # The library GEMMs keep their identity and record no configuration.
+    assert all(not k.configurations for k in result.baseline.kernels if k.family == "cuBLAS")
+
+
+def test_compile_default_another_start_is_reconfigured_not_missing_and_new() -> None:
+    baseline = _record("compile-default").baseline
+    add = next(k for k in baseline.kernels if "triton_poi_fused_add" in (k.name or ""))
+    capture = read_captures(_runs("h100-b", "compile-default", (1,)))
+    passed = check(baseline, capture)
+    verdict = next(v for v in passed.verdicts if v.kernel == add.id)
+    assert verdict.state is KernelState.PASS
+    # h100-b launched it at grid 2048 block 128 registers 18.
+    assert verdict.matched_by == "reconfigured"
+    assert "grid 4096x1x1 block 256x1x1" in verdict.message
+    assert "grid 2048x1x1 block 128x1x1" in verdict.message
+    skipped = {c.metric for c in verdict.comparisons if c.message == "configuration changed"}
+    judged = {c.metric for c in verdict.comparisons} - skipped
+    assert "registers_per_thread" in skipped and judged <= set(CONFIG_INDEPENDENT)
+    assert "duration" in judged
+    assert not any(v.state in (KernelState.MISSING, KernelState.NEW) for v in passed.verdicts)
+    slow = check(baseline, _slower(capture, add.name or "", 1.2))
+    assert _states(slow)[add.id] is KernelState.REGRESSED
+
+
+def test_one_more_register_at_the_same_grid_and_block_is_gated() -> None:
+    """Registers alone changing is not a reconfiguration (docs/identity.md)."""
+    baseline = _record("compile-default").baseline
+    gelu = next(k for k in baseline.kernels if "triton_poi_fused_gelu" in (k.name or ""))
+    capture = read_captures(_runs("h100-a", "compile-default", (1,)))
+    result = check(baseline, _more_registers(capture, gelu.name or ""))
+    verdict = next(v for v in result.verdicts if v.kernel == gelu.id)
+    assert verdict.matched_by == "name" and verdict.state is KernelState.REGRESSED
+    registers = next(c for c in verdict.comparisons if c.metric == "registers_per_thread")
+    assert registers.state is State.REGRESSED
+
+
+def test_several_shapes_in_every_run_stay_several_kernels() -> None:
+    """Synthetic from real launches: each of three runs launches perfgate_autotuned_mm at
+    both configurations h100-a's runs 1 and 3 chose, like one kernel at two shapes."""
+    one = read_captures(_runs("h100-a", "triton-autotune", (1,)))
+    three = read_captures(_runs("h100-a", "triton-autotune", (3,)))
+    mm = [la for la in one.launches + three.launches if la.name == "perfgate_autotuned_mm"]
+    launches = tuple(
+        replace(la, source=f"run{r}", index=i) for r in (1, 2, 3) for i, la in enumerate(mm)
+    )
+    capture = replace(one, paths=("run1", "run2", "run3"), launches=launches)
+    baseline = record(capture, RecordSettings()).baseline
+    assert len(baseline.kernels) == 2
+    assert not any(k.tuned for k in baseline.kernels)
