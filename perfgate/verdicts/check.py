@@ -26,7 +26,7 @@ from perfgate.judge.comparison import (
     merged_bounds,
 )
 from perfgate.judge.states import KernelState, kernel_state
-from perfgate.metrics.catalog import MetricDef, Role, lookup, role_of
+from perfgate.metrics.catalog import SHORT_KERNEL_NS, MetricDef, Role, lookup, role_of
 from perfgate.metrics.columns import KernelRows, LaunchTable, Stats
 from perfgate.metrics.measure import (
     ColumnRoute,
@@ -196,12 +196,18 @@ def _note_evidence(
     itself; otherwise it is NOTED. Rates, shares and stall cycles moved that far between
     machine starts of unchanged builds (tests/data/field/h100, docs/noise.md), while the
     work and launch configuration did not."""
-    if any(c.state is State.REGRESSED and role_of(c.metric) is Role.PRIMARY for c in comparisons):
+    recorded = kernel.value("duration")
+    duration = recorded if isinstance(recorded, float | int) else None
+
+    def role(metric: str) -> Role:
+        return role_of(metric, duration)
+
+    if any(c.state is State.REGRESSED and role(c.metric) is Role.PRIMARY for c in comparisons):
         return comparisons
     noted = [
         c.metric
         for c in comparisons
-        if c.state is State.REGRESSED and role_of(c.metric) is Role.EVIDENCE
+        if c.state is State.REGRESSED and role(c.metric) is Role.EVIDENCE
     ]
     if not noted:
         return comparisons
@@ -210,12 +216,21 @@ def _note_evidence(
         replace(
             c,
             state=State.NOTED,
-            explained="evidence only: no primary metric of this kernel regressed",
+            explained=_why_noted(c.metric),
         )
         if c.metric in noted and c.metric not in explicit
         else c
         for c in comparisons
     ]
+
+
+def _why_noted(metric: str) -> str:
+    if role_of(metric) is Role.PRIMARY:  # primary in general: evidence for a short kernel
+        return (
+            f"evidence only: a kernel under {SHORT_KERNEL_NS / 1000:g} us, whose time the "
+            "program's GPU time gates; no primary metric of it regressed"
+        )
+    return "evidence only: no primary metric of this kernel regressed"
 
 
 def _pct(rel: float | None) -> str:
