@@ -281,6 +281,9 @@ def test_a_short_kernels_time_alone_is_noted_and_a_long_kernels_regresses() -> N
     states = {c.metric: c.state for c in slower.comparisons}
     assert states["duration"] is State.NOTED and slower.state is KernelState.PASS
     assert "under 10 us" in next(c.explained for c in slower.comparisons if c.metric == "duration")
+    # Three times slower: more than 1.5 us a launch, a regression on its own.
+    tripled = _verdict(check(base, _scaled(cap, short, {"gpu__time_duration.sum": 3.0})), short_id)
+    assert tripled.state is KernelState.REGRESSED
     # The same slowdown beside a work change: the time is a regression again.
     both = _scaled(cap, short, {"gpu__time_duration.sum": 1.3, **dict.fromkeys(INSTRUCTIONS, 1.1)})
     worse = _verdict(check(base, both), short_id)
@@ -300,5 +303,8 @@ def test_the_role_of_time_turns_at_ten_microseconds() -> None:
     assert role_of("total_time", 9_999.0) is Role.EVIDENCE
     assert role_of("duration", 10_000.0) is Role.PRIMARY
     assert role_of("duration", None) is Role.PRIMARY
+    # A short kernel that moved by more than 1.5 us a launch fails on its own again.
+    assert role_of("duration", 9_000.0, 1_500.0) is Role.EVIDENCE
+    assert role_of("duration", 9_000.0, 1_501.0) is Role.PRIMARY
     assert role_of("instructions_executed", 1.0) is Role.PRIMARY
     assert role_of("global_store_sectors") is Role.EVIDENCE

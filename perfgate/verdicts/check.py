@@ -26,7 +26,14 @@ from perfgate.judge.comparison import (
     merged_bounds,
 )
 from perfgate.judge.states import KernelState, kernel_state
-from perfgate.metrics.catalog import SHORT_KERNEL_NS, MetricDef, Role, lookup, role_of
+from perfgate.metrics.catalog import (
+    SHORT_KERNEL_NS,
+    SHORT_KERNEL_SLACK_NS,
+    MetricDef,
+    Role,
+    lookup,
+    role_of,
+)
 from perfgate.metrics.columns import KernelRows, LaunchTable, Stats
 from perfgate.metrics.measure import (
     ColumnRoute,
@@ -199,15 +206,13 @@ def _note_evidence(
     recorded = kernel.value("duration")
     duration = recorded if isinstance(recorded, float | int) else None
 
-    def role(metric: str) -> Role:
-        return role_of(metric, duration)
+    def role(c: Comparison) -> Role:
+        return role_of(c.metric, duration, _moved_per_launch(c, kernel))
 
-    if any(c.state is State.REGRESSED and role(c.metric) is Role.PRIMARY for c in comparisons):
+    if any(c.state is State.REGRESSED and role(c) is Role.PRIMARY for c in comparisons):
         return comparisons
     noted = [
-        c.metric
-        for c in comparisons
-        if c.state is State.REGRESSED and role(c.metric) is Role.EVIDENCE
+        c.metric for c in comparisons if c.state is State.REGRESSED and role(c) is Role.EVIDENCE
     ]
     if not noted:
         return comparisons
@@ -224,11 +229,20 @@ def _note_evidence(
     ]
 
 
+def _moved_per_launch(c: Comparison, kernel: KernelBaseline) -> float | None:
+    """How far a time comparison moved, in ns a launch (total_time is per run)."""
+    if not isinstance(c.current, float | int) or not isinstance(c.baseline, float | int):
+        return None
+    launches = kernel.launches if c.metric == "total_time" and kernel.launches else 1
+    return (c.current - c.baseline) / launches
+
+
 def _why_noted(metric: str) -> str:
     if role_of(metric) is Role.PRIMARY:  # primary in general: evidence for a short kernel
         return (
-            f"evidence only: a kernel under {SHORT_KERNEL_NS / 1000:g} us, whose time the "
-            "program's GPU time gates; no primary metric of it regressed"
+            f"evidence only: a kernel under {SHORT_KERNEL_NS / 1000:g} us that moved by at most "
+            f"{SHORT_KERNEL_SLACK_NS / 1000:g} us a launch, whose time the program's GPU time "
+            "gates; no primary metric of it regressed"
         )
     return "evidence only: no primary metric of this kernel regressed"
 
