@@ -56,6 +56,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/lifecycle/plan.py": (
         "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
     ),
+    # Issue 21: the whole-program gate and autotuned launch configurations.
+    "perfgate/verdicts/program.py": (
+        "tests/test_program_rules.py", "tests/test_program_time.py", "tests/test_real_changes.py",
+    ),
+    "perfgate/lifecycle/program.py": ("tests/test_program_rules.py", "tests/test_program_time.py"),
+    "perfgate/metrics/program.py": ("tests/test_program_rules.py", "tests/test_program_time.py"),
+    "perfgate/identity/configs.py": (
+        "tests/test_configs_rules.py", "tests/test_autotune.py", "tests/test_matching.py",
+        "tests/test_real_changes.py",
+    ),
     # The ratchet's comparison of bounds is in the editor.
     "perfgate/lifecycle/edit.py": (
         *_NEW_RATCHET, "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py",
