@@ -292,3 +292,37 @@ def test_n_a_and_empty_values_are_absent_not_zero(tmp_path: Path) -> None:
     atomics = {c.metric: c for c in verdicts["zoo_atomics"].comparisons}
     assert atomics["duration"].state is State.PASS
     assert verdicts["zoo_atomics"].state is KernelState.PASS
+
+
+# Issue 23: one file, one raw page. Two ncu outputs appended to one file (`>>` twice), or ncu's
+# --import output twice, were read as the first page only (live stdout: the second page was
+# taken for ncu's log after the rows) or as one page with the second header and units row for
+# launches (--import form, no log between the pages).
+@pytest.mark.parametrize("name", ["zoo-good-short-run1.csv", "zoo-good-short-import.csv"])
+def test_two_raw_pages_in_one_file_are_refused(tmp_path: Path, name: str) -> None:
+    text = data(name).read_text()
+    path = tmp_path / "two.csv"
+    path.write_text(text + text)
+    second = len(text.splitlines()) + text[: text.index("Kernel Name")].count("\n") + 1
+    with pytest.raises(CaptureError, match=rf"line {second}: a second ncu raw-page header") as e:
+        read_capture(path)
+    assert str(path) in str(e.value)
+
+
+def test_a_kernel_name_holding_the_words_kernel_name_is_a_launch(tmp_path: Path) -> None:
+    text = data("zoo-good-short-import.csv").read_text()
+    path = tmp_path / "named.csv"
+    path.write_text(text.replace("zoo_coalescing", "zoo_Kernel Name_ID", 1))
+    assert len(read_capture(path).launches) == len(read_capture(data("zoo-good-short-import.csv")).launches)
+
+
+@pytest.mark.parametrize("name", ["zoo-good-short-run1.csv", "zoo-good-short-import.csv"])
+def test_the_programs_own_csv_table_before_ncus_page_is_not_the_header(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / "table-first.csv"
+    path.write_text("step,loss\n1,0.5\n2,0.25\nname,ID,value\nx,1,2\n" + data(name).read_text())
+    ours, real = read_capture(path), read_capture(data(name))
+    assert [(a.index, a.name, a.metrics) for a in ours.launches] == [
+        (b.index, b.name, b.metrics) for b in real.launches
+    ]

@@ -273,6 +273,7 @@ class _Rows:
     def _region(self, region: bytes, number: int, final: bool) -> int:
         from perfgate.ingest import quoted
 
+        self._second_header(region, number)
         lines = quoted.split(region)
         at, size = quoted.longest(lines)
         # The last line has a line feed only because one was added.
@@ -311,6 +312,30 @@ class _Rows:
                 self.in_trailer = True
             i = stop
         return number + count
+
+    def _second_header(self, region: bytes, number: int) -> None:
+        """Refuse ncu's raw-page header again after the first page's: two ncu outputs
+        appended to one file. One search of the region; only a line holding the words is
+        parsed (a kernel's name may hold them too), so the reading stays linear."""
+        at, lines_before = region.find(KERNEL_NAME.encode()), 0
+        scanned = 0
+        while at >= 0:
+            start = region.rfind(b"\n", 0, at) + 1
+            end = region.find(b"\n", at)
+            end = len(region) if end < 0 else end
+            lines_before += region.count(b"\n", scanned, start)
+            scanned = start
+            fields = _parse_row(region[start:end].rstrip(b"\r").decode("utf-8", "replace"))
+            if KERNEL_NAME in fields and "ID" in fields:
+                raise CaptureError(
+                    f"line {number + lines_before + 1}: a second ncu raw-page header "
+                    "('ID', ..., 'Kernel Name' again) after the first page's launches: the "
+                    "file holds more than one ncu output (two captures appended to one "
+                    "file?); perfgate judges one raw page per file, so capture each run to "
+                    "a file of its own",
+                    self.path,
+                )
+            at = region.find(KERNEL_NAME.encode(), end)
 
     def _row(self, raw: bytes, number: int) -> None:
         """One line after the header, as a line-at-a-time reading checks it."""
