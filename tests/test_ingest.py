@@ -313,7 +313,9 @@ def test_a_kernel_name_holding_the_words_kernel_name_is_a_launch(tmp_path: Path)
     text = data("zoo-good-short-import.csv").read_text()
     path = tmp_path / "named.csv"
     path.write_text(text.replace("zoo_coalescing", "zoo_Kernel Name_ID", 1))
-    assert len(read_capture(path).launches) == len(read_capture(data("zoo-good-short-import.csv")).launches)
+    assert len(read_capture(path).launches) == len(
+        read_capture(data("zoo-good-short-import.csv")).launches
+    )
 
 
 @pytest.mark.parametrize("name", ["zoo-good-short-run1.csv", "zoo-good-short-import.csv"])

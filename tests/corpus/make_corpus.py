@@ -100,6 +100,12 @@ def captures() -> dict[str, bytes | str]:
             3,
             lambda f: _set(f, _column(good, "stalled_long_scoreboard_per_warp_active"), "1e999"),
         ),
+        # Two ncu outputs appended to one file (`>> capture.csv` twice): only the first page
+        # was judged (issue 23). With ncu's log between the pages, and without (--import form).
+        "two-pages.csv": good + good,
+        "two-pages-import.csv": "".join(lines[at:]) * 2,
+        # The program prints a CSV table of its own before ncu's page: not taken for the header.
+        "program-table-first.csv": "step,loss\n1,0.5\n2,0.25\n" + good,
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
