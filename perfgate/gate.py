@@ -15,7 +15,7 @@ from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, PerfgateError, UsageError
-from perfgate.common.fileio import check_outputs, write_text_atomic
+from perfgate.common.fileio import check_outputs, remove_stale, write_text_atomic
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.judge.policy import FailOn
@@ -429,6 +429,41 @@ def replace_stale_reports(outputs: ReportOutputs, exc: Exception) -> None:
                 remove_stale(path)
 
 
+def _safe_outputs(outputs: ReportOutputs, inputs: tuple[str, ...]) -> ReportOutputs:
+    """The report outputs less any that check_outputs refuses on its own (after it refused
+    another, the rest were never looked at)."""
+    for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
+        try:
+            check_outputs([path], inputs)
+        except PerfgateError:
+            outputs = without_output(outputs, path)
+    return outputs
+
+
+def _report_problem(problem: Report, outputs: ReportOutputs, exc: PerfgateError) -> None:
+    """Write a problem's report to each output. One that cannot be written is removed (no
+    report of an earlier run may stay there) and the others say both problems; if they
+    cannot be written either, every report file asked for is removed. Both are raised."""
+    try:
+        write_reports(problem, outputs)
+        write_step_outputs(problem, outputs, exc.exit_code)
+        return
+    except PerfgateError as also:
+        unreported = _ProblemUnreported(exc, also)
+        rest = without_output(outputs, also.path) if also.path else outputs
+        if also.path:
+            remove_stale(also.path)
+    try:
+        both = Report(problems=tuple(unreported.lines()))
+        write_reports(both, rest)
+        write_step_outputs(both, rest, exc.exit_code)
+    except PerfgateError:
+        for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
+            if path:
+                remove_stale(path)
+    raise unreported
+
+
 def run_check_command(
     command: CheckCommand, gh: GitHubEnvironment, stderr: Callable[[str], None]
 ) -> CheckOutcome:
@@ -449,16 +484,13 @@ def run_check_command(
         report = run_check(command.request)
     except PerfgateError as exc:
         # An output that is an input, or not a regular file, is never written to.
-        outputs = without_output(outputs, exc.path)
+        inputs = command.request.baselines + command.request.capture_files
+        outputs = _safe_outputs(without_output(outputs, exc.path), inputs)
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))
         if annotate:
             stderr(_github_commands(problem, command.policy, gh.workspace))
-        try:
-            write_reports(problem, outputs)
-            write_step_outputs(problem, outputs, exc.exit_code)
-        except PerfgateError as also:  # the report could not be written either: say both
-            raise _ProblemUnreported(exc, also) from also
+        _report_problem(problem, outputs, exc)
         raise
     except Exception as exc:  # a bug: no report of an earlier run may stay to claim a result
         replace_stale_reports(outputs, exc)
@@ -466,7 +498,12 @@ def run_check_command(
     code = policy_exit_code(report, command.policy)
     try:
         write_reports(report, outputs)
-    except PerfgateError:
+    except PerfgateError as exc:  # a report file could not be written (disk full, say)
+        # None may claim the result: not the earlier run's file at that path, nor this
+        # run's reports already written; they say why the check failed instead.
+        if exc.path:
+            remove_stale(exc.path)
+        _report_problem(Report(problems=tuple(exc.lines())), without_output(outputs, exc.path), exc)
         raise
     except Exception as exc:
         replace_stale_reports(outputs, exc)

@@ -367,3 +367,46 @@ def test_a_bad_baseline_leaves_no_temporary_files(tmp_path: Path) -> None:
                     env=_fake("ok.log"))  # fmt: skip
     assert proc.returncode == 2 and "bad.yaml" in proc.stderr
     assert list(out.parent.iterdir()) == []
+
+
+def _old_pair(out: Path) -> None:
+    """A good capture and its metadata from an earlier run at `out`."""
+    out.write_bytes((REAL / "start2-zoo-good-run1.csv").read_bytes())
+    Path(f"{out}.meta.json").write_text(json.dumps({"perfgate_capture": 1, "program_exit_code": 0}))
+    Path(f"{out}.ncu-rep").write_text("old report")
+
+
+@pytest.mark.parametrize(
+    ("env", "ncu"),
+    [
+        (_fake("e-nokernels.csv.log"), FAKE_NCU),
+        (_fake("e-exit3.csv.log", FAKE_NCU_RC="3"), FAKE_NCU),
+        (_fake("ok.log", FAKE_NCU_STDOUT=str(TEXTS / "bad-option.stdout")), FAKE_NCU),
+        (_fake("ok.log"), "/nonexistent/ncu"),
+    ],
+    ids=["no-kernels", "program-failed", "ncu-error", "ncu-missing"],
+)
+def test_a_failed_capture_leaves_no_earlier_capture_at_output(
+    tmp_path: Path, zoo_baseline: Path, env: dict[str, str], ncu: str
+) -> None:
+    out = tmp_path / "cap.csv"
+    _old_pair(out)
+    proc = perfgate("capture", "-b", str(zoo_baseline), "-o", str(out), "--ncu", ncu, "--",
+                    sys.executable, "-c", "print(1)", env=env)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert not out.exists() and not Path(f"{out}.ncu-rep").exists()
+    meta = Path(f"{out}.meta.json")
+    if meta.exists():  # only the failed run's own, which says it failed
+        assert json.loads(meta.read_text())["error"]
+    check = perfgate("check", "-b", str(zoo_baseline), "-c", str(out))
+    assert check.returncode == 2 and "cap.csv" in check.stderr  # nothing stale to pass on
+
+
+def test_a_refused_output_is_left_alone(tmp_path: Path, zoo_baseline: Path) -> None:
+    """-o naming an input is refused before anything at -o is touched."""
+    out = tmp_path / "cap.csv"
+    _old_pair(out)
+    before = out.read_bytes()
+    proc = _capture(zoo_baseline, out, _fake("ok.log"), str(out))
+    assert proc.returncode == 2 and "would replace an input" in proc.stderr
+    assert out.read_bytes() == before

@@ -211,6 +211,45 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
     assert not any(p.exists() for p in paths.values())
 
 
+def test_a_report_that_cannot_be_written_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The check passes but one report file cannot be written (disk full, say): exit 2, and
+    neither an earlier run's report nor this run's "passed" is left beside the error."""
+    from perfgate import cli, gate
+
+    paths = {name: tmp_path / f"r.{name}" for name in ("junit", "json", "markdown")}
+    real = gate.write_text_atomic
+
+    def full_disk(path: object, text: str) -> None:
+        if str(path) == str(paths["junit"]):
+            raise UsageError("cannot write: No space left on device", str(path))
+        real(path, text)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gate, "write_text_atomic", full_disk)
+    args = ["check", "-b", str(ZOO), "-c", str(CAPTURE)]
+    for name, p in paths.items():
+        args += [f"--{name}", str(p)]
+    for bad in (None, "missing.csv"):  # the check passes / the check fails on its input
+        for p in paths.values():
+            p.write_text("passed (an earlier run)")
+        result = CliRunner().invoke(cli.main, args if bad is None else [*args, "-c", str(tmp_path / bad)])  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert "No space left on device" in result.output
+        assert not paths["junit"].exists()  # the earlier run's is removed
+        assert json.loads(paths["json"].read_text())["status"] == "error"
+        assert "No space left on device" in paths["markdown"].read_text()
+
+
+def test_a_problem_report_never_lands_on_a_second_input(tmp_path: Path) -> None:
+    """--junit onto the baseline is refused; --json onto the capture must be too, not written."""
+    baseline = tmp_path / "b.yaml"
+    baseline.write_text(ZOO.read_text())
+    capture = tmp_path / "cap.csv"
+    capture.write_bytes(CAPTURE.read_bytes())
+    proc = perfgate("check", "-b", str(baseline), "-c", str(capture), "--junit", str(baseline), "--json", str(capture))  # fmt: skip
+    assert proc.returncode == 2 and "is also an input" in proc.stderr
+    assert capture.read_bytes() == CAPTURE.read_bytes() and baseline.read_text() == ZOO.read_text()
+
+
 # --------------------------------------------------------------------- unbounded reading
 
 

@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from perfgate.common.errors import CaptureError, UsageError
-from perfgate.common.fileio import write_text_atomic
+from perfgate.common.errors import CaptureError, PerfgateError, UsageError
+from perfgate.common.fileio import remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
 from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
@@ -142,10 +142,51 @@ def run_capture(
     err: IO[str] | None = None,
     gpu_query: Callable[[], tuple[str | None, str | None, str | None]] | None = None,
 ) -> CaptureResult:
-    """Profile `options.program` and write the capture, its log and its metadata."""
-    from perfgate.metrics.names import describe_absent
+    """Profile `options.program` and write the capture, its log and its metadata. A failed
+    run leaves no capture at `-o` (an earlier one is removed when the run starts), only its
+    own log and metadata (with "error"), where it got that far."""
+    from perfgate.ncu.command import baseline_files
 
     stream = err if err is not None else sys.stderr
+    _check_output_path(options, [*baseline_files(options.baselines), *options.program[:1]])
+    out = Path(options.output)
+    # The earlier run's files at -o go first: whatever happens next, no capture is left at
+    # -o unless this run wrote it, and no sidecar of one run sits beside another's capture.
+    for old in _outputs(out):
+        remove_stale(old)
+    try:
+        return _run(options, out, stream, gpu_query)
+    except BaseException as exc:
+        remove_stale(out)  # a capture this run wrote before it failed claims nothing either
+        remove_stale(f"{out}.ncu-rep")
+        if isinstance(exc, PerfgateError):
+            _note_failure(out, exc.message)
+        elif isinstance(exc, KeyboardInterrupt):
+            _note_failure(out, "interrupted")
+        raise
+
+
+def _outputs(out: Path) -> tuple[str, ...]:
+    return (str(out), f"{out}.meta.json", f"{out}.log", f"{out}.ncu-rep")
+
+
+def _note_failure(out: Path, message: str) -> None:
+    """The failed run's metadata, if it got that far, says that it failed and why."""
+    meta = Path(f"{out}.meta.json")
+    with contextlib.suppress(OSError, ValueError, PerfgateError):
+        data = json.loads(meta.read_text("utf-8"))
+        data["error"] = message
+        write_text_atomic(meta, json.dumps(data, indent=1) + "\n")
+
+
+def _run(
+    options: CaptureOptions,
+    out: Path,
+    stream: IO[str],
+    gpu_query: Callable[[], tuple[str | None, str | None, str | None]] | None,
+) -> CaptureResult:
+    from perfgate.metrics.names import describe_absent
+
     ncu = find_ncu(options.ncu)
     if ncu is None:
         raise UsageError(
@@ -154,10 +195,6 @@ def run_capture(
         )
     name, cc, driver = (gpu_query or query_gpu)()
     options = _with(options, ncu=ncu, cc=options.cc or cc, gpu=options.gpu or name)
-    from perfgate.ncu.command import baseline_files
-
-    _check_output_path(options, [*baseline_files(options.baselines), *options.program[:1]])
-    out = Path(options.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.perfgate-", dir=out.parent))
     report = work / "report"
