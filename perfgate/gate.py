@@ -479,12 +479,14 @@ def _skip_irregular_step_files(
     skipped, with a warning."""
     from perfgate.common.fileio import regular_or_absent
 
-    for name, variable in (("step_summary", "GITHUB_STEP_SUMMARY"), ("github_output", "GITHUB_OUTPUT")):  # fmt: skip
+    steps = (("step_summary", "GITHUB_STEP_SUMMARY"), ("github_output", "GITHUB_OUTPUT"))
+    for name, variable in steps:
         path = getattr(outputs, name)
         kind = regular_or_absent(path) if path else None
         if kind:
             stderr(f"perfgate: warning: ${variable} ({path}) is {kind}: not written\n")
-            outputs = replace(outputs, **{name: None})
+            dropped: dict[str, Any] = {name: None}
+            outputs = replace(outputs, **dropped)
     return outputs
 
 

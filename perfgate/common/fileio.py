@@ -74,7 +74,7 @@ Output = tuple[str, str | None]  # (the option or variable that names it, the pa
 
 
 def check_outputs(
-    outputs: Iterable[str | None | Output],
+    outputs: Iterable[str | Output | None],
     inputs: Iterable[str | Path],
     *,
     regular_only: Iterable[str | None] | None = None,
@@ -121,7 +121,7 @@ def regular_or_absent(path: str) -> str | None:
     """Why `path` cannot be appended to without blocking or harm (a FIFO, a device, a
     folder: in words), None when it is a regular file or does not exist."""
     try:
-        st = os.stat(path)
+        st = Path(path).stat()
     except OSError:
         return None
     return _kind(st.st_mode)
