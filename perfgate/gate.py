@@ -15,7 +15,12 @@ from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, PerfgateError, UsageError
-from perfgate.common.fileio import check_outputs, remove_stale, write_text_atomic
+from perfgate.common.fileio import (
+    append_regular,
+    check_outputs,
+    remove_stale,
+    write_text_atomic,
+)
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.judge.policy import FailOn
@@ -251,9 +256,9 @@ def write_step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCo
 
 def _append(path: str, text: str, what: str) -> None:
     # GitHub owns these files and collects what each step appends to them.
+    # Not a regular file any more (replaced since the check began): skipped, never blocked on.
     try:
-        with Path(path).open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        append_regular(path, text)
     except OSError as exc:
         raise UsageError(f"cannot append to {what}: {exc.strerror or exc}", path) from exc
 
@@ -464,6 +469,67 @@ def _report_problem(problem: Report, outputs: ReportOutputs, exc: PerfgateError)
     raise unreported
 
 
+def check_inputs(request: CheckRequest) -> list[str]:
+    """Every file a check reads: the baselines (each *.yaml/*.yml of a directory given) and
+    the captures with their sidecars."""
+    from perfgate.ingest.meta import sidecar_path
+
+    try:
+        baselines = [p.path for p in expand(request.baselines)]
+    except PerfgateError:  # an empty directory: run_check says so
+        baselines = []
+    sidecars = [str(sidecar_path(c)) for c in request.capture_files]
+    return [*request.baselines, *baselines, *request.capture_files, *sidecars]
+
+
+def _check_report_paths(request: CheckRequest, outputs: ReportOutputs) -> None:
+    """Refuse, before judging, a report or GitHub step file that is one of the inputs (and
+    a --markdown whose stall charts, MARKDOWN-STEM.N.KERNEL.svg beside it, could be one)."""
+    inputs = check_inputs(request)
+    named: list[tuple[str, str | None]] = [
+        ("--junit", outputs.junit), ("--markdown", outputs.markdown), ("--json", outputs.json),
+        ("--pr-comment", outputs.pr_comment),
+        ("$GITHUB_STEP_SUMMARY", outputs.step_summary), ("$GITHUB_OUTPUT", outputs.github_output),
+    ]  # fmt: skip
+    check_outputs(
+        named,
+        inputs,
+        regular_only=[outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment],
+    )
+    if outputs.markdown:
+        target = Path(os.path.realpath(outputs.markdown))
+        for given in inputs:
+            real = Path(os.path.realpath(given))
+            if (
+                real.parent == target.parent
+                and real.suffix == ".svg"
+                and real.name.startswith(f"{target.stem}.")
+            ):
+                raise UsageError(
+                    f"--markdown's stall charts ({target.stem}.N.KERNEL.svg beside it) could "
+                    f"replace an input ({given}); write the markdown to another file",
+                    outputs.markdown,
+                )
+
+
+def _skip_irregular_step_files(
+    outputs: ReportOutputs, stderr: Callable[[str], None]
+) -> ReportOutputs:
+    """GitHub's step files that are not regular files (a FIFO would block the gate) are
+    skipped, with a warning."""
+    from perfgate.common.fileio import regular_or_absent
+
+    steps = (("step_summary", "GITHUB_STEP_SUMMARY"), ("github_output", "GITHUB_OUTPUT"))
+    for name, variable in steps:
+        path = getattr(outputs, name)
+        kind = regular_or_absent(path) if path else None
+        if kind:
+            stderr(f"perfgate: warning: ${variable} ({path}) is {kind}: not written\n")
+            dropped: dict[str, Any] = {name: None}
+            outputs = replace(outputs, **dropped)
+    return outputs
+
+
 def run_check_command(
     command: CheckCommand, gh: GitHubEnvironment, stderr: Callable[[str], None]
 ) -> CheckOutcome:
@@ -475,12 +541,9 @@ def run_check_command(
     # GitHub reads workflow commands from stdout and stderr alike; with --format github
     # they are the stdout.
     annotate = _uses_github(command, gh) and command.fmt != "github"
-    paths = command.reports
+    outputs = _skip_irregular_step_files(outputs, stderr)
     try:
-        check_outputs(
-            [paths.junit, paths.markdown, paths.json, paths.pr_comment],
-            command.request.baselines + command.request.capture_files,
-        )
+        _check_report_paths(command.request, outputs)
         report = run_check(command.request)
     except PerfgateError as exc:
         # An output that is an input, or not a regular file, is never written to.

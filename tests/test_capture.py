@@ -303,9 +303,13 @@ def test_dropped_metric_is_named(tmp_path: Path, zoo_baseline: Path) -> None:
 
 def test_output_never_replaces_an_input(tmp_path: Path, zoo_baseline: Path) -> None:
     before = zoo_baseline.read_text()
-    proc = _capture(zoo_baseline, zoo_baseline, _fake("ok.log"))
-    assert proc.returncode == 2 and "would replace an input" in proc.stderr
-    assert zoo_baseline.read_text() == before
+    link = tmp_path / "link.yaml"
+    link.symlink_to(zoo_baseline)
+    for out in (zoo_baseline, link):
+        proc = _capture(zoo_baseline, out, _fake("ok.log"))
+        assert proc.returncode == 2 and "-o is also an input" in proc.stderr, proc.stderr
+        assert "perfgate would replace it" in proc.stderr
+        assert zoo_baseline.read_text() == before
 
 
 def test_ncu_not_found(tmp_path: Path, zoo_baseline: Path) -> None:

@@ -31,8 +31,10 @@ def test_a_problem_whose_report_cannot_be_written_either_says_both(tmp_path: Pat
     from perfgate.cli import main
     from tests.conftest import ROOT
 
-    summary = tmp_path / "summary-is-a-directory"
-    summary.mkdir()  # appending the step summary fails
+    # Appending the step summary fails: its folder is a file (a folder or a FIFO as the
+    # summary itself is skipped with a warning, tests/test_hostile.py).
+    (tmp_path / "a-file").write_text("")
+    summary = tmp_path / "a-file" / "summary"
     missing = tmp_path / "no-such-capture.csv"
     zoo = str(ROOT / "baselines" / "h100" / "zoo.yaml")
     env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": ""}

@@ -167,6 +167,95 @@ def test_a_report_onto_an_input_is_refused_and_the_other_reports_say_so(tmp_path
         assert json.loads(stale.read_text())["status"] == "error"
 
 
+def _check_env(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", "check", "--format", "github", *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=timeout, preexec_fn=_limits,
+        env={**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": "", "GITHUB_OUTPUT": "", **env},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown", "--pr-comment"])
+def test_a_report_onto_a_baseline_of_a_directory_is_refused(tmp_path: Path, option: str) -> None:
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    baseline = folder / "h100.yaml"
+    baseline.write_text(ZOO.read_text())
+    link = tmp_path / "link.yaml"
+    link.symlink_to(baseline)
+    for output in (baseline, link):
+        proc = perfgate("check", "-b", str(folder), "-c", str(CAPTURE), option, str(output))
+        _one_error(proc, output, f"{option} is also an input")
+        assert output == baseline or f"({baseline})" in proc.stderr
+        assert baseline.read_text() == ZOO.read_text()
+
+
+def test_a_report_onto_a_capture_sidecar_is_refused(tmp_path: Path) -> None:
+    capture = tmp_path / "cap.csv"
+    capture.write_bytes(CAPTURE.read_bytes())
+    sidecar = tmp_path / "cap.csv.meta.json"
+    sidecar.write_text("{}")
+    proc = perfgate("check", "-b", str(ZOO), "-c", str(capture), "--json", str(sidecar))
+    _one_error(proc, sidecar, "--json is also an input")
+    assert sidecar.read_text() == "{}"
+
+
+def test_stall_charts_that_could_replace_an_input_are_refused(tmp_path: Path) -> None:
+    chart = tmp_path / "report.1.kernel.svg"
+    chart.write_text("<svg/>")
+    baseline = tmp_path / "b.yaml"
+    baseline.write_text(ZOO.read_text())
+    proc = perfgate(
+        "check", "-b", str(baseline), "-b", str(chart), "-c", str(CAPTURE),
+        "--markdown", str(tmp_path / "report.md"),
+    )  # fmt: skip
+    _one_error(proc, tmp_path / "report.md", "stall charts")
+    assert chart.read_text() == "<svg/>"
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_github_step_files_onto_an_input_are_refused(tmp_path: Path, variable: str) -> None:
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    baseline = folder / "h100.yaml"
+    baseline.write_text(ZOO.read_text())
+    link = tmp_path / "link.yaml"
+    link.symlink_to(baseline)
+    for target in (baseline, link):
+        proc = _check_env("-b", str(folder), "-c", str(CAPTURE), env={variable: str(target)})
+        _one_error(proc, target, f"${variable} is also an input")
+        assert target == baseline or f"({baseline})" in proc.stderr
+        assert baseline.read_text() == ZOO.read_text()
+    capture = tmp_path / "cap.csv"
+    capture.write_bytes(CAPTURE.read_bytes())
+    proc = _check_env("-b", str(ZOO), "-c", str(capture), env={variable: str(capture)})
+    _one_error(proc, capture, f"${variable} is also an input")
+    assert capture.read_bytes() == CAPTURE.read_bytes()
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_a_github_step_file_that_is_a_fifo_is_skipped_not_blocked_on(tmp_path: Path, variable: str) -> None:  # fmt: skip
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    report = tmp_path / "r.json"
+    proc = _check_env(
+        "-b", str(ZOO), "-c", str(CAPTURE), "--json", str(report),
+        env={variable: str(fifo)}, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    assert f"${variable} ({fifo}) is a FIFO (named pipe): not written" in proc.stderr
+    assert report.exists() and "Traceback" not in proc.stderr
+
+
+def test_appending_to_a_fifo_never_blocks(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert fileio.append_regular(fifo, "x") is False
+    plain = tmp_path / "plain"
+    assert fileio.append_regular(plain, "a") and fileio.append_regular(plain, "b")
+    assert plain.read_text() == "ab"
+
+
 def test_two_reports_onto_one_file_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "out.xml"
     proc = perfgate("check", "-b", str(ZOO), "-c", str(CAPTURE), "--junit", str(out), "--json", str(out))  # fmt: skip

@@ -15,6 +15,7 @@ a FIFO, device, socket or folder is refused, as is a target that is one of the i
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import signal
@@ -69,34 +70,83 @@ def _identity(path: str | Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def check_outputs(outputs: Iterable[str | None], inputs: Iterable[str | Path]) -> None:
+Output = tuple[str, str | None]  # (the option or variable that names it, the path)
+
+
+def check_outputs(
+    outputs: Iterable[str | Output | None],
+    inputs: Iterable[str | Path],
+    *,
+    regular_only: Iterable[str | None] | None = None,
+) -> None:
     """Refuse, before anything is read or written, an output that is one of the inputs (the
-    same file by device and inode, or by resolved path when it does not exist), two outputs
-    that are one file, and an output that is not a regular file. Raises UsageError naming the
-    output."""
+    same file by device and inode, so hard links and symbolic links too, or by resolved path
+    when it does not exist), two outputs that are one file, and an output that is not a
+    regular file. An output is a path or (option, path): the option ("--json",
+    "$GITHUB_OUTPUT") is named in the message. Outputs also in `regular_only` (default: all)
+    are refused when not regular files; others (GitHub's step files, skipped by the caller)
+    are not. Raises UsageError naming the output, the option and the input: the one rule for
+    every command that writes (check, record, baseline accept/update, capture)."""
     files: dict[object, tuple[str, str]] = {}
     for path in inputs:
         ident = _identity(path)
         if ident:
             files[ident] = ("an input", str(path))
         files[os.path.realpath(path)] = ("an input", str(path))
-    for out in outputs:
+    strict = None if regular_only is None else {p for p in regular_only if p}
+    for item in outputs:
+        label, out = item if isinstance(item, tuple) else ("", item)
         if not out:
             continue
-        _destination(out)
+        if strict is None or out in strict:
+            _destination(out)
         resolved = os.path.realpath(out)
         ident = _identity(out)
         for key in (ident, resolved):
             if key is not None and key in files:
                 what, name = files[key]
                 also = "" if name == out else f" ({name})"
+                named = f"{label} " if label else ""
                 raise UsageError(
-                    f"is also {what}{also}: perfgate would replace it; write to another file",
+                    f"{named}is also {what}{also}: perfgate would replace it; "
+                    "write to another file",
                     out,
                 )
         files[resolved] = ("another output", out)
         if ident:
             files[ident] = ("another output", out)
+
+
+def regular_or_absent(path: str) -> str | None:
+    """Why `path` cannot be appended to without blocking or harm (a FIFO, a device, a
+    folder: in words), None when it is a regular file or does not exist."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return _kind(st.st_mode)
+
+
+def append_regular(path: str | Path, text: str) -> bool:
+    """Append `text` to `path` (created when missing) if it is a regular file; False, having
+    written nothing, when it is not (a FIFO is opened without blocking and left alone)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO with no reader; a folder
+            return False
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        os.set_blocking(fd, True)
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return True
 
 
 def _mode(existing: os.stat_result | None) -> int:

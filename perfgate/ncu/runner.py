@@ -102,10 +102,10 @@ def _pump(source: IO[bytes], sink: IO[str], ncu_lines: list[str]) -> None:
 
 
 def _check_output_path(options: CaptureOptions, plan_inputs: list[str]) -> None:
-    out = Path(options.output).resolve()
-    for given in plan_inputs:
-        if given and Path(given).exists() and Path(given).resolve() == out:
-            raise UsageError(f"-o {options.output} would replace an input ({given})")
+    # The one rule of perfgate.common.fileio: by inode (links) and resolved path.
+    from perfgate.common.fileio import check_outputs
+
+    check_outputs([("-o", options.output)], [p for p in plan_inputs if p])
 
 
 def _version(ncu: str) -> str | None:
