@@ -412,5 +412,5 @@ def test_a_refused_output_is_left_alone(tmp_path: Path, zoo_baseline: Path) -> N
     _old_pair(out)
     before = out.read_bytes()
     proc = _capture(zoo_baseline, out, _fake("ok.log"), str(out))
-    assert proc.returncode == 2 and "would replace an input" in proc.stderr
+    assert proc.returncode == 2 and "perfgate would replace it" in proc.stderr
     assert out.read_bytes() == before
