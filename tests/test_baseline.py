@@ -183,3 +183,71 @@ def test_committed_example_is_valid_yaml_a_person_can_read() -> None:
     kernel = next(k for k in doc["kernels"] if k["id"] == "zoo_registers")
     assert kernel["metrics"]["registers_per_thread"]["value"] == 32
     assert ZOO.read_text().startswith("# perfgate baseline")
+
+
+_DURATION = "duration: {value: 1000, min: 900, max: 1100, unit: ns, source: gpu__time_duration.sum}"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (_minimal(_DURATION[:-1] + ", threshold: {relative: .nan}}"),
+         "$.kernels[0].metrics.duration.threshold.relative"),
+        (_minimal(_DURATION[:-1] + ", threshold: {absolute: .Inf}}"),
+         "$.kernels[0].metrics.duration.threshold.absolute"),
+        (_minimal("dominant_stall: {value: wait, threshold: {margin: .INF}}"),
+         "$.kernels[0].metrics.dominant_stall.threshold.margin"),
+        (_minimal(_DURATION.replace("value: 1000", "value: .inf")),
+         "$.kernels[0].metrics.duration.value"),
+        (_minimal(_DURATION.replace("min: 900", "min: -.inf")),
+         "$.kernels[0].metrics.duration.min"),
+        (_minimal(_DURATION.replace("max: 1100", "max: .NaN")),
+         "$.kernels[0].metrics.duration.max"),
+        (_minimal(_DURATION) + "thresholds: {duration: {relative: .NaN}}\n",
+         "$.thresholds.duration.relative"),
+        (_minimal(_DURATION) + "program: {gpu_time: {value: .inf, threshold: {relative: 0.1}}}\n",
+         "$.program.gpu_time.value"),
+        (_minimal(_DURATION) + "program: {gpu_time: {value: 5, runs: [5, .NAN], threshold: {relative: 0.1}}}\n",
+         "$.program.gpu_time.runs[1]"),
+        (_minimal(_DURATION) + "program: {gpu_time: {value: 5, threshold: {relative: .nan}}}\n",
+         "$.program.gpu_time.threshold.relative"),
+        (_minimal(_DURATION).replace("  metrics:", "  configurations: [{runs: 1, duration: .inf}]\n  metrics:"),
+         "$.kernels[0].configurations[0].duration"),
+    ],
+)  # fmt: skip
+def test_non_finite_numbers_are_refused_by_both_loaders(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    """`.nan` passes every comparison (`x > nan` is false), so a threshold of it never regresses;
+    `.inf` likewise. Each is one `FILE::$.path: ... not a finite number` line, and the fast
+    schema check never vouches for the document."""
+    from perfgate.baseline.fastcheck import document_is_valid
+    from perfgate.common.schemas import schema_errors
+
+    path = _write(tmp_path, text)
+    with pytest.raises(BaselineError) as err:
+        load_baseline(path)
+    lines = err.value.lines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{path}::{where}: ")
+    assert "is not a finite number" in lines[0]
+    doc = yaml.safe_load(text)
+    assert not document_is_valid(doc)
+    assert schema_errors(doc, "baseline.schema.json")
+
+
+def test_validate_and_check_refuse_a_nan_threshold(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+
+    path = _write(tmp_path, _minimal(_DURATION[:-1] + ", threshold: {relative: .nan}}"))
+    runner = CliRunner()
+    for args in (
+        ["baseline", "validate", str(path)],
+        ["check", "--baseline", str(path), "--capture", str(data("zoo-good-short-run1.csv"))],
+    ):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "threshold.relative: nan is not a finite number" in result.output
+        assert "Traceback" not in result.output

@@ -4,6 +4,7 @@ escapes, and a number is never misread."""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -201,6 +202,7 @@ _VALUES = st.one_of(
     st.dictionaries(st.text(max_size=6), st.one_of(st.floats(), st.text(max_size=4), st.booleans()), max_size=3),
     st.lists(st.one_of(st.integers(-1, 3), st.sampled_from([1.0, 2.0, True])), max_size=4),
     st.sampled_from([0, 1, 2.0, "", "k", {}, {"name": "k"}, {"function": ""}]),
+    st.sampled_from([math.nan, math.inf, -math.inf, {"relative": math.nan}, [1, math.inf]]),
 )  # fmt: skip
 _KEYS = st.sampled_from(
     ["value", "min", "max", "unit", "source", "group", "shares", "threshold", "reasons",
@@ -254,11 +256,18 @@ def test_the_fast_schema_check_never_accepts_what_jsonschema_refuses(data: st.Da
 
 
 _TOP = st.sampled_from(
-    ["format_version", "provenance", "fingerprint", "thresholds", "identity", "kernels", "bogus"]
-)
+    ["format_version", "provenance", "fingerprint", "thresholds", "identity", "kernels", "program",
+     "bogus"]
+)  # fmt: skip
+# Numbers that feed judgement: the fast check must refuse the non-finite ones as jsonschema does.
+_JUDGED = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-2, 10**6),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+)  # fmt: skip
 _INNER = st.sampled_from(
     ["recorded_at", "reason", "gpu", "captures", "name", "cc", "file", "sha256", "launches",
-     "stall_family", "stall_reasons", "metrics", "ncu", "nvtx", "duration", "relative", "bogus"]
+     "stall_family", "stall_reasons", "metrics", "ncu", "nvtx", "duration", "relative", "bogus",
+     "gpu_time"]
 )  # fmt: skip
 
 
@@ -278,13 +287,28 @@ def test_the_fast_document_check_never_accepts_what_jsonschema_refuses(
     doc.setdefault("thresholds", {"duration": {"relative": 0.1}})
     doc.setdefault("identity", {"nvtx": False})
     top = data.draw(_TOP)
-    where = data.draw(st.sampled_from(["replace", "inner", "capture", "drop"]))
+    where = data.draw(
+        st.sampled_from(["replace", "inner", "capture", "drop", "judged", "configuration"])
+    )
     if where == "replace":
         doc[top] = data.draw(st.one_of(_VALUES, st.integers(-1, 4), st.booleans()))
     elif where == "drop":
         doc.pop(top, None)
     elif where == "inner" and isinstance(doc.get(top), dict):
         doc[top][data.draw(_INNER)] = data.draw(_VALUES)
+    elif where == "judged":
+        doc["program"] = {
+            "gpu_time": {
+                "value": data.draw(_JUDGED),
+                "runs": [data.draw(_JUDGED)],
+                "threshold": {"relative": data.draw(_JUDGED)},
+            }
+        }
+        doc["thresholds"] = {
+            "duration": {data.draw(st.sampled_from(["relative", "absolute"])): data.draw(_JUDGED)}
+        }
+    elif where == "configuration":
+        doc["kernels"][0]["configurations"] = [{"runs": 1, "duration": data.draw(_JUDGED)}]
     elif where == "capture":
         captures = doc.setdefault("provenance", {}).setdefault("captures", [{"file": "c.csv"}])
         if captures:

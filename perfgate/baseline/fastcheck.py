@@ -11,6 +11,7 @@ answer on mutated real baselines.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,7 +38,10 @@ _PLACEHOLDER = {"id": "k", "match": {"name": "k"}, "metrics": {"placeholder": {"
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite number: `.nan` and `.inf` are refused (jsonschema's check says so)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _strings(v: Any) -> bool:
@@ -66,7 +70,7 @@ def _metric(m: Any) -> bool:
         if kind is None:
             return False
         if kind is _NUMBER:
-            if v.__class__ is not int and v.__class__ is not float and not _number(v):
+            if v.__class__ is not int and not _number(v):
                 return False
         elif kind is _VALUE:
             if not (_number(v) or isinstance(v, str)):
@@ -158,10 +162,7 @@ def _configurations(c: Any) -> bool:
         and _count(one["runs"], 0)
         and all(_dim3(one[k]) for k in ("grid", "block") if k in one)
         and all(_count(one[k], 0) for k in ("registers", "shared_memory") if k in one)
-        and (
-            "duration" not in one
-            or (isinstance(one["duration"], (int, float)) and not isinstance(one["duration"], bool))
-        )
+        and ("duration" not in one or _number(one["duration"]))
         for one in c
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -43,7 +44,22 @@ def _validator(schema_name: str) -> Any:
     import jsonschema
 
     schema = load_schema(schema_name)
-    return jsonschema.Draft202012Validator(_inline(schema, schema.get("$defs", {})))
+    # A number is finite: `.nan` passes every comparison (`minimum` included) and `.inf`
+    # passes `minimum: 0`, so a threshold of either could never regress (docs/limits.md).
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "number",
+        lambda checker, v: (
+            base.TYPE_CHECKER.is_type(v, "number")
+            and (not isinstance(v, float) or math.isfinite(v))
+        ),
+    )
+    finite = jsonschema.validators.extend(base, type_checker=checker)
+    return finite(_inline(schema, schema.get("$defs", {})))
+
+
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def format_path(path: JsonPath) -> str:
@@ -71,7 +87,9 @@ def schema_errors(
         validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]
     ):
         message = error.message
-        if error.validator in ("anyOf", "oneOf") and error.context:
+        if _not_finite(error.instance) and error.validator in ("type", "anyOf", "oneOf"):
+            message = f"{error.instance!r} is not a finite number (.nan, .inf are refused)"
+        elif error.validator in ("anyOf", "oneOf") and error.context:
             if all(sub.validator == "required" for sub in error.context):
                 # anyOf of `required`s: say which properties would do.
                 names = [str(sub.validator_value[0]) for sub in error.context]

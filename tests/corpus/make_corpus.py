@@ -215,6 +215,9 @@ def baselines() -> dict[str, str | bytes]:
         "multiplied-repeats-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(([ab]+?a\\d+?|[ab]*?){1,3}){1,3}b!'}"
         ),
+        # `.nan` passes every comparison: a threshold of it could never regress.
+        "nan-threshold.yaml": minimal.replace("max: 16}", "max: 16, threshold: {relative: .nan}}"),
+        "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
