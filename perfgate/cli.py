@@ -111,8 +111,10 @@ _GLOBAL_FLAGS = ("--debug", "--quiet", "-q", "--no-color")
 _GLOBAL_VALUED = ("--color",)
 
 
-def _hoist_global_options(args: list[str]) -> list[str]:
-    end = args.index("--") if "--" in args else len(args)
+def _hoist_global_options(args: list[str], end: int | None = None) -> list[str]:
+    """`end`: where a program's own arguments begin (a lone `--` by default)."""
+    if end is None:
+        end = args.index("--") if "--" in args else len(args)
     hoisted: list[str] = []
     rest: list[str] = []
     i = 0
@@ -132,9 +134,39 @@ def _hoist_global_options(args: list[str]) -> list[str]:
     return hoisted + rest + args[end:]
 
 
+def _takes_value(command: click.Command) -> dict[str, bool]:
+    out = {name: True for name in _GLOBAL_VALUED}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for name in (*param.opts, *param.secondary_opts):
+                out[name] = not param.is_flag and not param.count
+    return out
+
+
+def _program_start(group: click.Group, args: list[str]) -> int | None:
+    """Where the program of `perfgate capture ./bench -q` (a command that runs one) begins:
+    its first argument that is neither an option nor an option's value. What follows is the
+    program's, as `--` would say: `-q` there is the program's flag, not perfgate's."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":  # perfgate's own
+        i += 2 if args[i] in _GLOBAL_VALUED else 1
+    command = group.commands.get(args[i]) if i < len(args) else None
+    if command is None or not any(p.name == "program" for p in command.params):
+        return None
+    values = _takes_value(command)
+    i += 1
+    while i < len(args):
+        arg = args[i]
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            return i
+        name, eq, _ = arg.partition("=")
+        i += 2 if values.get(name) and not eq else 1
+    return None
+
+
 class _Main(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _hoist_global_options(args))
+        return super().parse_args(ctx, _hoist_global_options(args, _program_start(self, args)))
 
 
 @click.group(

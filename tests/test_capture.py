@@ -191,6 +191,23 @@ def test_directory_of_baselines(tmp_path: Path, zoo_baseline: Path) -> None:
         build_plan(CaptureOptions((str(empty),), ("./app",)), "r", "l")
 
 
+def test_the_programs_options_stay_the_programs_without_a_double_dash(
+    tmp_path: Path, zoo_baseline: Path
+) -> None:
+    """`perfgate capture ... ./bench -q --color never`: -q and --color are also perfgate's own
+    options, but after the program they are the program's (issue 23)."""
+    out = tmp_path / "cap.csv"
+    proc = perfgate("capture", "-b", str(zoo_baseline), "-o", str(out), "--dry-run",
+                    "--ncu", "/nonexistent/ncu", "./bench", "-q", "--color", "never")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].endswith("./bench -q --color never")
+    # perfgate's own options before the program still work, in either place.
+    quiet = perfgate("capture", "-q", "-b", str(zoo_baseline), "-o", str(out), "--dry-run",
+                     "--ncu", "/nonexistent/ncu", "--color", "never", "./bench", "-x")  # fmt: skip
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout.splitlines()[0].endswith("./bench -x")
+
+
 def test_dry_run_prints_and_runs_nothing(tmp_path: Path, zoo_baseline: Path) -> None:
     out = tmp_path / "cap.csv"
     proc = perfgate("capture", "-b", str(zoo_baseline), "-o", str(out), "--dry-run",
