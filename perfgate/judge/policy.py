@@ -7,7 +7,8 @@ a new state cannot fall through to "passes" in one reporter and "fails" in anoth
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from perfgate.common.errors import ExitCode, UsageError
 from perfgate.judge.comparison import State
@@ -43,9 +44,16 @@ TABLE: dict[KernelState, Meaning | FailOn] = {
     KernelState.INCOMPLETE: FailOn.MISSING,
     KernelState.ERROR: Meaning.INPUT_ERROR,
 }
-_LEFT_OUT = set(KernelState) - set(TABLE)
-if _LEFT_OUT:
-    raise AssertionError(f"perfgate.judge.policy.TABLE has no entry for {_LEFT_OUT}")
+
+
+def _exhaustive(table: Mapping[Any, object], states: Iterable[Any], name: str) -> None:
+    """Every state has its meaning: a state added later cannot pass by omission."""
+    left_out = set(states) - set(table)
+    if left_out:
+        raise AssertionError(f"perfgate.judge.policy.{name} has no entry for {left_out}")
+
+
+_exhaustive(TABLE, KernelState, "TABLE")
 
 
 # What one comparison's state does to its kernel (perfgate.judge.states.kernel_state follows
@@ -59,9 +67,7 @@ COMPARISON_TABLE: dict[State, Meaning | FailOn] = {
     State.MISSING_METRIC: FailOn.MISSING,
     State.ERROR: Meaning.INPUT_ERROR,
 }
-_UNJUDGED = set(State) - set(COMPARISON_TABLE)
-if _UNJUDGED:
-    raise AssertionError(f"perfgate.judge.policy.COMPARISON_TABLE has no entry for {_UNJUDGED}")
+_exhaustive(COMPARISON_TABLE, State, "COMPARISON_TABLE")
 
 
 def comparison_fails(state: State) -> bool:
