@@ -106,28 +106,22 @@ def metric_document(metric: MetricBaseline) -> dict[str, Any]:
     return m
 
 
-def match_document(match: KernelMatch) -> dict[str, Any]:
+def _present(obj: object, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The fields of `obj` that are set, in `keys`' order; launch dimensions as lists."""
     doc: dict[str, Any] = {}
-    for key in ("function", "name", "regex"):
-        if getattr(match, key) is not None:
-            doc[key] = getattr(match, key)
-    for key in ("grid", "block"):
-        if getattr(match, key) is not None:
-            doc[key] = list(getattr(match, key))
-    for key in ("nvtx", "work"):
-        if getattr(match, key) is not None:
-            doc[key] = getattr(match, key)
+    for key in keys:
+        value = getattr(obj, key)
+        if value is not None:
+            doc[key] = list(value) if key in ("grid", "block") else value
     return doc
 
 
+def match_document(match: KernelMatch) -> dict[str, Any]:
+    return _present(match, ("function", "name", "regex", "grid", "block", "nvtx", "work"))
+
+
 def configuration_document(config: LaunchConfig) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
-    for key in ("grid", "block"):
-        if getattr(config, key) is not None:
-            doc[key] = list(getattr(config, key))
-    for key in ("registers", "shared_memory"):
-        if getattr(config, key) is not None:
-            doc[key] = getattr(config, key)
+    doc = _present(config, ("grid", "block", "registers", "shared_memory"))
     doc["runs"] = config.runs
     if config.duration is not None:
         doc["duration"] = tidy(config.duration)
