@@ -175,14 +175,20 @@ def _check_env(*args: str, env: dict[str, str], timeout: float = 60) -> subproce
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown", "--pr-comment"])
-def test_a_report_onto_a_baseline_of_a_directory_is_refused(tmp_path: Path, option: str) -> None:
+def _baseline_folder_and_link(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A --baseline folder holding the zoo baseline, and a symbolic link to that file."""
     folder = tmp_path / "baselines"
     folder.mkdir()
     baseline = folder / "h100.yaml"
     baseline.write_text(ZOO.read_text())
     link = tmp_path / "link.yaml"
     link.symlink_to(baseline)
+    return folder, baseline, link
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown", "--pr-comment"])
+def test_a_report_onto_a_baseline_of_a_directory_is_refused(tmp_path: Path, option: str) -> None:
+    folder, baseline, link = _baseline_folder_and_link(tmp_path)
     for output in (baseline, link):
         proc = perfgate("check", "-b", str(folder), "-c", str(CAPTURE), option, str(output))
         _one_error(proc, output, f"{option} is also an input")
@@ -215,12 +221,7 @@ def test_stall_charts_that_could_replace_an_input_are_refused(tmp_path: Path) ->
 
 @pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
 def test_github_step_files_onto_an_input_are_refused(tmp_path: Path, variable: str) -> None:
-    folder = tmp_path / "baselines"
-    folder.mkdir()
-    baseline = folder / "h100.yaml"
-    baseline.write_text(ZOO.read_text())
-    link = tmp_path / "link.yaml"
-    link.symlink_to(baseline)
+    folder, baseline, link = _baseline_folder_and_link(tmp_path)
     for target in (baseline, link):
         proc = _check_env("-b", str(folder), "-c", str(CAPTURE), env={variable: str(target)})
         _one_error(proc, target, f"${variable} is also an input")
