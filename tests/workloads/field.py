@@ -42,18 +42,29 @@ def _measured(step: Callable[[], object], times: int = 1, warmup: int = 3) -> No
         torch.cuda.nvtx.range_pop()
 
 
-def hf_decoder() -> None:
-    """A Llama decoder layer (transformers, random weights), bf16, SDPA attention."""
+def hf_decoder(dtype: torch.dtype = torch.bfloat16, attn: str = "sdpa", backend: str = "") -> None:
+    """A Llama decoder layer (transformers, random weights), bf16, SDPA attention. The change
+    variants: `dtype` (the whole model), `attn` (transformers' attn_implementation) and
+    `backend` (one SDPA backend forced with torch.nn.attention.sdpa_kernel)."""
+    from contextlib import nullcontext
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(
         vocab_size=2048, hidden_size=512, intermediate_size=1408, num_hidden_layers=1,
         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
+        attn_implementation=attn,
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
+    model = LlamaForCausalLM(cfg).to(DEV, dtype).eval()
     ids = torch.randint(0, cfg.vocab_size, (4, 256), device=DEV)
-    _measured(lambda: model(input_ids=ids, use_cache=False))
+    def step() -> None:
+        with sdpa_kernel(getattr(SDPBackend, backend)) if backend else nullcontext():
+            model(input_ids=ids, use_cache=False)
+
+    print("attention:", model.config._attn_implementation, backend or "default backend")
+    _measured(step)
 
 
 def hf_encoder() -> None:
@@ -70,7 +81,7 @@ def hf_encoder() -> None:
     _measured(lambda: model(input_ids=ids, attention_mask=mask))
 
 
-def _cnn(precision: str) -> None:
+def _cnn(precision: str, channels_last: bool = True) -> None:
     """The stem and first stage of torchvision's ResNet-18 (random weights), batch 16 at 112 px."""
     import torchvision
 
@@ -82,8 +93,9 @@ def _cnn(precision: str) -> None:
     model = model.to(DEV).eval()
     x = torch.randn(16, 3, 112, 112, device=DEV)
     if precision == "bf16-cl":
-        model = model.to(torch.bfloat16, memory_format=torch.channels_last)
-        x = x.to(torch.bfloat16, memory_format=torch.channels_last)
+        layout = torch.channels_last if channels_last else torch.contiguous_format
+        model = model.to(torch.bfloat16, memory_format=layout)
+        x = x.to(torch.bfloat16, memory_format=layout)
     _measured(lambda: model(x))
 
 
@@ -125,7 +137,7 @@ def cuda_graph() -> None:
     _measured(graph.replay, times=2)
 
 
-def gemms() -> None:
+def gemms(tf32: bool = True) -> None:
     """cuBLAS through torch.matmul: square, tall-skinny, GEMV-like and batched, four dtypes."""
     torch.manual_seed(0)
     shapes = [(1024, 1024, 1024), (4096, 256, 1024), (16, 4096, 4096)]
@@ -136,15 +148,15 @@ def gemms() -> None:
                           torch.randn(k, n, device=DEV, dtype=dtype)))
     batched = (torch.randn(32, 256, 64, device=DEV, dtype=torch.float16),
                torch.randn(32, 64, 256, device=DEV, dtype=torch.float16))
-    tf32 = (torch.randn(2048, 2048, device=DEV), torch.randn(2048, 2048, device=DEV))
+    square = (torch.randn(2048, 2048, device=DEV), torch.randn(2048, 2048, device=DEV))
 
     def step() -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         for a, b in cases:
             a @ b
         torch.bmm(*batched)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        tf32[0] @ tf32[1]
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        square[0] @ square[1]
         torch.backends.cuda.matmul.allow_tf32 = False
 
     _measured(step)
@@ -185,6 +197,14 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "cuda-graph": cuda_graph,
     "gemms": gemms,
     "reductions": reductions,
+    # Real changes (issue 22): each a one-line change a user makes, against the workload above.
+    "gemms-tf32-off": lambda: gemms(tf32=False),  # cuBLAS TF32 off for the 2048^2 fp32 GEMM
+    "cnn-bf16": lambda: _cnn("bf16-cl", channels_last=False),  # channels_last removed
+    "hf-decoder-fp32": lambda: hf_decoder(dtype=torch.float32),  # the whole model bf16 -> fp32
+    "hf-decoder-eager": lambda: hf_decoder(attn="eager"),  # SDPA -> eager attention
+    "hf-decoder-sdpa-flash": lambda: hf_decoder(backend="FLASH_ATTENTION"),
+    "hf-decoder-sdpa-efficient": lambda: hf_decoder(backend="EFFICIENT_ATTENTION"),
+    "hf-decoder-sdpa-math": lambda: hf_decoder(backend="MATH"),
 }
 
 
