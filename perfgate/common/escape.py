@@ -15,8 +15,11 @@ import re
 
 # C0 and C1 controls, DEL, the Unicode line and paragraph separators, the bidi embeddings,
 # overrides and isolates (which reorder what a reader sees: "Trojan Source"), and the
-# zero-width characters (which hide a difference between two names); a tab stays.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+# zero-width characters (which hide a difference between two names) and lone surrogates (an
+# undecodable byte of a file name: no stream or XML file can hold one); a tab stays.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\ufeff]"
+)
 _WORD_JOINER = "\u2060"
 _LINKY = re.compile(r"(?i)(@)(?=\w)|(:)(?=//)|(www)(?=\.)")
 
