@@ -430,7 +430,11 @@ def test_action_gate_step_on_the_bundled_captures(tmp_path: Path) -> None:
 
 
 def test_install_step_refuses_versions_that_are_not_versions(tmp_path: Path) -> None:
-    for version, extras in (("--index-url=http://evil", ""), ("0.2.0 other", ""), ("", "x];y")):
+    hostile = "x\n::add-mask::secret\n::error::pwned"  # an input echoed raw starts commands
+    for version, extras in (
+        ("--index-url=http://evil", ""), ("0.2.0 other", ""), ("", "x];y"), (hostile, ""),
+        ("", hostile),
+    ):  # fmt: skip
         proc = subprocess.run(
             ["bash", str(ROOT / "scripts" / "action-install.sh")],
             capture_output=True, text=True,
@@ -439,6 +443,7 @@ def test_install_step_refuses_versions_that_are_not_versions(tmp_path: Path) -> 
         )  # fmt: skip
         assert proc.returncode == 2, (version, extras)
         assert proc.stdout.startswith("::error title=perfgate action::")
+        assert proc.stdout.count("\n") == 1, proc.stdout  # the input shown escaped, one line
         assert not list(tmp_path.iterdir())  # refused before anything was made
 
 
