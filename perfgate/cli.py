@@ -15,6 +15,7 @@ import click
 
 from perfgate import __version__
 from perfgate.common.errors import ExitCode, PerfgateError
+from perfgate.common.escape import log_line
 from perfgate.reports import REPORTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,12 +37,25 @@ def _settings() -> Settings:
     return obj if isinstance(obj, Settings) else Settings()
 
 
-def _fail(lines: list[str], code: ExitCode) -> None:
-    from perfgate.reports.escape import log_line
+def _say(line: str, *, err: bool = False) -> None:
+    """One line of perfgate's own console output, through the one escaping helper
+    (common.escape.log_line): a kernel name, baseline id, note or file name holding a newline,
+    `::` (a GitHub workflow command), a control, bidi or zero-width character is shown escaped
+    (`\\x0a`, `\\u202e`). Every click.echo of this module but `_show`'s is this one
+    (tests/test_hostile.py holds it so)."""
+    click.echo(log_line(line), err=err)
 
+
+def _show(document: str, *, err: bool = False, colour: bool | None = None) -> None:
+    """A document a reporter rendered (reports/: text, markdown, JSON, JUnit, GitHub workflow
+    commands), whose reporter escaped each line itself; it goes out as it is."""
+    click.echo(document, nl=False, err=err, color=colour)
+
+
+def _fail(lines: list[str], code: ExitCode) -> None:
     for line in lines:
         # A message may quote a kernel name or a file's text: one line each, whatever it holds.
-        click.echo(f"perfgate: error: {log_line(line)}", err=True)
+        _say(f"perfgate: error: {line}", err=True)
     sys.exit(int(code))
 
 
@@ -217,7 +231,7 @@ def run() -> None:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
         else:  # sys.exit("text"): Python prints it and exits 1
-            sys.stderr.write(f"{exc.code}\n")
+            sys.stderr.write(log_line(str(exc.code)) + "\n")
             code = 1
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # a reader that went away (perfgate check | head)
@@ -336,14 +350,14 @@ def check_command(
     )
     outcome = run_check_command(command, github_environment(), _to_stderr)
     # click strips escape codes from what is not a terminal unless told: colour was decided.
-    click.echo(outcome.stdout, nl=False, color=settings.colour and fmt == "text")
+    _show(outcome.stdout, colour=settings.colour and fmt == "text")
     if outcome.policy_note:
-        click.echo(outcome.policy_note, err=True)
+        _say(outcome.policy_note, err=True)
     sys.exit(int(outcome.exit_code))
 
 
 def _to_stderr(text: str) -> None:
-    click.echo(text, nl=False, err=True)
+    _show(text, err=True)
 
 
 @main.command("explain")
@@ -365,7 +379,7 @@ def explain_command(captures: tuple[str, ...], kernels: tuple[str, ...], fmt: st
     from perfgate.reports import explain
 
     result = run_explain(ExplainRequest(captures, kernels))
-    click.echo(explain.RENDERERS[fmt](result), nl=False)
+    _show(explain.RENDERERS[fmt](result))
 
 
 @main.group("baseline")
@@ -422,17 +436,15 @@ def record_command(
     metrics_n = sum(len(k.metrics) for k in result.baseline.kernels)
     quiet = _settings().quiet
     if not quiet:
-        click.echo(
-            f"wrote {output}: {counted(kernels_n, 'kernel')}, {counted(metrics_n, 'metric')}"
-        )
+        _say(f"wrote {output}: {counted(kernels_n, 'kernel')}, {counted(metrics_n, 'metric')}")
     for note in result.notes:
         if not quiet:
-            click.echo(f"note: {note}", err=True)
+            _say(f"note: {note}", err=True)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        _say(f"warning: {warning}", err=True)
     for line in result.skipped:
         if metrics:  # asked for by name: say where a metric could not be recorded
-            click.echo(f"  skipped {line}", err=True)
+            _say(f"  skipped {line}", err=True)
 
 
 def _edit_summary(result: Any, verb: str) -> None:
@@ -440,15 +452,15 @@ def _edit_summary(result: Any, verb: str) -> None:
 
     plan = result.plan
     if not result.changed:
-        click.echo(f"{result.path}: nothing to {verb}")
+        _say(f"{result.path}: nothing to {verb}")
     else:
         n = len(plan.edits)
-        click.echo(f"{verb}ed {n} kernel{'s' if n != 1 else ''} into {result.path}:")
+        _say(f"{verb}ed {n} kernel{'s' if n != 1 else ''} into {result.path}:")
         for edit in plan.edits:
             moved = ", ".join(f"{m} was {value(v)}" for m, v in edit.previous.items())
-            click.echo(f"  {edit.action.value:<8} {edit.kernel}" + (f" ({moved})" if moved else ""))
+            _say(f"  {edit.action.value:<8} {edit.kernel}" + (f" ({moved})" if moved else ""))
     for line in plan.left:
-        click.echo(f"  left     {line}", err=True)
+        _say(f"  left     {line}", err=True)
 
 
 _by_option = click.option(
@@ -539,7 +551,7 @@ def show_command(path: str, kernels: tuple[str, ...], fmt: str) -> None:
     from perfgate.gate import run_show
     from perfgate.reports.review import SHOW
 
-    click.echo(SHOW[fmt](run_show(path, kernels)), nl=False)
+    _show(SHOW[fmt](run_show(path, kernels)))
 
 
 @baseline_group.command("diff")
@@ -559,7 +571,7 @@ def diff_command(before: str, after: str, fmt: str, exit_code: bool, all_values:
     from perfgate.reports.review import DIFF
 
     result = run_diff(before, after)
-    click.echo(DIFF[fmt](result, all_values), nl=False)
+    _show(DIFF[fmt](result, all_values))
     if exit_code and not result.identical:
         sys.exit(int(ExitCode.GATE_FAILED))
 
@@ -579,7 +591,7 @@ def validate_command(paths: tuple[str, ...]) -> None:
         try:
             baseline = load_baseline(path)
             if not _settings().quiet:
-                click.echo(f"ok {path}: {counted(len(baseline.kernels), 'kernel')}")
+                _say(f"ok {path}: {counted(len(baseline.kernels), 'kernel')}")
         except PerfgateError as exc:
             problems.extend(exc.lines())
     if problems:
@@ -614,10 +626,10 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     from perfgate.metrics.thresholds import Direction, describe_bound
 
     if ncu:
-        click.echo(",".join(ncu_metrics(cc)))
+        _say(",".join(ncu_metrics(cc)))
         return
     if as_markdown:
-        click.echo(catalog_markdown(), nl=False)
+        _show(catalog_markdown())
         return
     rows = [("METRIC", "ROLE", "NOISE", "GATED", "DEFAULT BOUND", "WHAT")]
     sources = []
@@ -646,9 +658,9 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for n, row in enumerate(rows):
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        click.echo("  ".join([*cells, row[5]]).rstrip())
+        _say("  ".join([*cells, row[5]]).rstrip())
         if n:  # the header has no source line
-            click.echo(f"{'':<{widths[0]}}  from: {sources[n - 1]}")
+            _say(f"{'':<{widths[0]}}  from: {sources[n - 1]}")
 
 
 @main.command(
@@ -725,21 +737,21 @@ def capture_command(
 
         plan = plan_only(options)
         for note in plan.notes:
-            click.echo(f"note: {note}", err=True)
-        click.echo(plan.shell_text())
-        click.echo(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
+            _say(f"note: {note}", err=True)
+        _say(plan.shell_text())
+        _say(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
         return
     from perfgate.ncu.runner import run_capture
 
     result = run_capture(options)
     passes = sorted(set(result.passes))
     shown = "/".join(map(str, passes)) if passes else "?"
-    click.echo(
+    _say(
         f"wrote {result.output}: {result.launches} launch(es), {shown} replay passes per "
         f"kernel, {result.wall_s:.1f} s (log {result.log}, metadata {result.meta})"
     )
     for line in result.warnings:
-        click.echo(f"perfgate: warning: {line}", err=True)
+        _say(f"perfgate: warning: {line}", err=True)
     if result.absent:
         _fail(
             [f"{result.output}: {len(result.absent)} gated metric(s) came back absent; see the "
@@ -766,6 +778,6 @@ def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...
     from perfgate.ncu.doctor import failed, render, run_doctor
 
     checks = run_doctor(ncu, baselines, program)
-    click.echo(render(checks), nl=False)
+    _show(render(checks))
     if failed(checks):
         sys.exit(int(ExitCode.INPUT_ERROR))

@@ -15,6 +15,7 @@ from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import ExitCode, PerfgateError, UsageError
+from perfgate.common.escape import log_line
 from perfgate.common.fileio import (
     append_regular,
     check_outputs,
@@ -102,9 +103,37 @@ def run_check(request: CheckRequest) -> Report:
     return Report(results, notes=plan.notes)
 
 
+# YAML reads these as line breaks; a baseline's text would not come back as it was given.
+_UNICODE_BREAKS = {"\x85": "a NEL (U+0085)", "\u2028": "a U+2028", "\u2029": "a U+2029"}
+
+
+def check_kept_text(option: str, value: str | None) -> None:
+    """Text that perfgate keeps in a baseline (--reason, --by) must come back as it was given:
+    bytes that are not UTF-8 (Python hands them over as lone surrogates) and Unicode line
+    separators are refused, before anything is written."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"{option}: not UTF-8 text (an undecodable byte at character {exc.start + 1}); "
+            "a baseline holds UTF-8 text only"
+        ) from exc
+    for ch, what in _UNICODE_BREAKS.items():
+        if ch in value:
+            raise UsageError(
+                f"{option}: {what} character at character {value.index(ch) + 1}, which YAML "
+                "reads as a line break; use a plain newline"
+            )
+
+
 def run_record(request: RecordRequest) -> RecordResult:
     from perfgate.lifecycle.record import record
 
+    check_kept_text("--reason", request.settings.reason)
+    for path in request.capture_files:  # each file's name is kept in the provenance
+        check_kept_text(f"the capture file name {path!r}", Path(path).name)
     if Path(request.output).exists() and not request.overwrite:
         raise UsageError(
             "exists; re-record it keeping its hand edits with perfgate baseline update -b "
@@ -144,6 +173,8 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
     from perfgate.lifecycle.edit import apply as apply_plan
     from perfgate.lifecycle.plan import plan_accept, plan_update, stamp
 
+    check_kept_text("--reason", request.reason)
+    check_kept_text("--by", request.by)
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
     check_outputs([target], request.capture_files)
@@ -524,7 +555,9 @@ def _skip_irregular_step_files(
         path = getattr(outputs, name)
         kind = regular_or_absent(path) if path else None
         if kind:
-            stderr(f"perfgate: warning: ${variable} ({path}) is {kind}: not written\n")
+            stderr(
+                log_line(f"perfgate: warning: ${variable} ({path}) is {kind}: not written") + "\n"
+            )
             dropped: dict[str, Any] = {name: None}
             outputs = replace(outputs, **dropped)
     return outputs

@@ -10,21 +10,27 @@
 set -euo pipefail
 
 fail() {
-  echo "::error title=perfgate action::$1"
+  # An input is shown as printf '%q' shows it (fail "... $(shown "$input") ..."): a newline in
+  # it cannot start a workflow command of its own.
+  printf '::error title=perfgate action::%s\n' "$1"
   exit 2
+}
+
+shown() {
+  printf '%q' "$1"
 }
 
 version="${PERFGATE_VERSION:-}"
 extras="${PERFGATE_EXTRAS:-}"
 python="${PERFGATE_PYTHON:-python3}"
 if [ -n "$extras" ] && ! [[ "$extras" =~ ^[A-Za-z0-9_.,-]+$ ]]; then
-  fail "extras: '$extras' is not a comma-separated list of extra names"
+  fail "extras: $(shown "$extras") is not a comma-separated list of extra names"
 fi
 suffix="${extras:+[$extras]}"
 if [ -n "$version" ]; then
   # A version number only: the input must not be able to name another package or an option.
   if ! [[ "$version" =~ ^[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$ ]]; then
-    fail "perfgate-version: '$version' is not a version number such as 0.2.0"
+    fail "perfgate-version: $(shown "$version") is not a version number such as 0.2.0"
   fi
   spec="perfgate${suffix}==${version}"
 else
@@ -41,7 +47,7 @@ elif command -v uv >/dev/null 2>&1; then
 else
   if ! "$python" -m venv "$venv"; then
     rm -rf "$venv"
-    fail "could not create a virtual environment with $python: install python3-venv (Debian, Ubuntu), set the action's python-version input, or put uv on PATH"
+    fail "could not create a virtual environment with $(shown "$python"): install python3-venv (Debian, Ubuntu), set the action's python-version input, or put uv on PATH"
   fi
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec"
 fi

@@ -30,11 +30,34 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _quoted(arg: str) -> str:
+    """One argument as bash's `printf '%q'` shows it: shlex's quoting when every character is
+    printable, else $'...' with each newline, control, bidi or zero-width character escaped,
+    so that a file name holding a newline and `::error` starts no line of the log."""
+    if arg.isprintable():
+        return shlex.quote(arg)
+    out = []
+    for ch in arg:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+    return "$'" + "".join(out) + "'"
+
+
+def shown(argv: Sequence[str]) -> str:
+    """A command line for the log, one line whatever its arguments hold."""
+    return " ".join(_quoted(arg) for arg in argv)
+
+
 def _error(message: str) -> int:
     # A workflow command and a plain line: the first is the annotation, the second the log.
     escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     print(f"::error title=perfgate action::{escaped}", flush=True)
-    print(f"perfgate action: error: {message}", file=sys.stderr, flush=True)
+    line = "".join(ch if ch.isprintable() else _quoted(ch)[2:-1] for ch in message)
+    print(f"perfgate action: error: {line}", file=sys.stderr, flush=True)
     return USAGE_ERROR
 
 
@@ -112,7 +135,7 @@ def _output(env: Mapping[str, str], name: str, value: str) -> None:
     path = env.get("GITHUB_OUTPUT")
     if path:
         with open(path, "a", encoding="utf-8") as fh:  # noqa: PTH123 (GitHub's own file)
-            fh.write(f"{name}={value.replace(chr(10), ' ')}\n")
+            fh.write(f"{name}={value.replace(chr(10), ' ').replace(chr(13), ' ')}\n")
 
 
 def main(env: Mapping[str, str] = os.environ) -> int:
@@ -126,7 +149,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
         capture = argv[1] == "capture"
         if capture:  # the program's own output, folded away in the log
             print("::group::perfgate capture", flush=True)
-        print("$ " + shlex.join(["perfgate", *argv[1:]]), flush=True)
+        print("$ " + shown(["perfgate", *argv[1:]]), flush=True)
         code = subprocess.run(argv, check=False).returncode
         if capture:
             print("::endgroup::", flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -559,3 +560,158 @@ def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:
     layout = _scan(lambda: path.open("rb"), str(path))
     kept = layout.log_before + layout.log_after
     assert len(kept) >= 4 and all(len(line) <= 4096 for line in kept)
+
+
+# ------------------------------------------------------------- injection (issue 23, round 3)
+
+# A newline and a workflow command, a bidi override and zero-width characters: what a hostile
+# baseline id, sidecar field or kernel name holds.
+HOSTILE_ID = "zoo_coalescing\u202e\n::error::pwned\u200b\ufeff"
+_INVISIBLE = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200c\u200d\ufeff"
+
+
+def _no_raw_injection(text: str) -> None:
+    assert not any(line.strip().startswith("::") for line in text.splitlines()), text[-2000:]
+    raw = [f"U+{ord(ch):04X}" for ch in text if ch in _INVISIBLE or 0x80 <= ord(ch) < 0xA0]
+    assert not raw, raw
+
+
+def test_bidi_and_zero_width_characters_are_shown_escaped_everywhere() -> None:
+    from perfgate.reports.svg import stall_chart
+
+    for ch in _INVISIBLE + "\x85\u2028\x1b":
+        assert one_line(f"a{ch}b") == f"a\\u{ord(ch):04x}b" or one_line(f"a{ch}b") == (
+            f"a\\x{ord(ch):02x}b"
+        )
+    assert "\\u202e" in cell("a\u202eb") or "&#92;u202e" in cell("a\u202eb")
+    _no_raw_injection(cell(HOSTILE_ID))
+    ET = __import__("xml.etree.ElementTree", fromlist=["ElementTree"])
+    for evil in (HOSTILE_ID, "id\x00\x01\x08\x0b\x0c\x1f\x7f<&>", "\ud800 lone"):
+        svg = stall_chart(evil, {evil: 60.0, "wait": 40.0}, {evil: 70.0, "wait": 30.0})
+        ET.fromstring(svg.encode("utf-8", "surrogatepass"))  # well-formed XML for any id
+        _no_raw_injection(svg)
+
+
+def _hostile_baseline(tmp_path: Path) -> Path:
+    text = ZOO.read_text().replace("- id: zoo_coalescing\n", f"- id: {json.dumps(HOSTILE_ID)}\n", 1)
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_accept_and_update_summaries_escape_a_hostile_baseline_id(tmp_path: Path) -> None:
+    baseline = _hostile_baseline(tmp_path)
+    bad = DATA / "zoo-bad-short-run1.csv"
+    for verb in ("accept", "update"):
+        out = tmp_path / f"{verb}.yaml"
+        proc = perfgate(
+            "baseline", verb, "-b", str(baseline), "-c", str(bad), "--reason", "r", "--by",
+            "me", "-o", str(out),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "zoo_coalescing\\u202e\\x0a::error::pwned\\u200b\\ufeff" in proc.stdout
+        _no_raw_injection(proc.stdout + proc.stderr)
+
+
+def test_check_reports_escape_a_hostile_kernel_name_in_text_markdown_and_junit(
+    tmp_path: Path,
+) -> None:
+    baseline = _hostile_baseline(tmp_path)
+    junit, markdown = tmp_path / "junit.xml", tmp_path / "summary.md"
+    bad = DATA / "zoo-bad-short-run1.csv"
+    proc = perfgate(
+        "check", "-b", str(baseline), "-c", str(bad), "--junit", str(junit), "--markdown",
+        str(markdown),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    _no_raw_injection(proc.stdout + proc.stderr)
+    _no_raw_injection(markdown.read_text())
+    _no_raw_injection(junit.read_text())
+    for svg in tmp_path.rglob("*.svg"):
+        __import__("xml.etree.ElementTree", fromlist=["x"]).fromstring(svg.read_bytes())
+
+
+def test_every_console_line_goes_through_the_one_escaping_helper() -> None:
+    """click.echo, print and writes to a stream in perfgate/ all go through
+    perfgate.common.escape (cli's `_say`) or write a reporter's document (cli's `_show`)."""
+    allowed = {
+        # the one line-escaping helper, and the documents reporters escaped line by line
+        ("cli.py", "click.echo(log_line(line), err=err)"),
+        ("cli.py", "click.echo(document, nl=False, err=err, color=colour)"),
+        ("cli.py", 'sys.stderr.write(log_line(str(exc.code)) + "\\n")'),
+        ("ncu/runner.py", 'self.stream.write("\\r" + text[:150].ljust(len(self.shown)))'),
+        ("ncu/runner.py", 'self.stream.write(text + "\\n")'),  # text = log_line(...)
+        ("ncu/runner.py", 'self.stream.write("\\n")'),
+        # the captured program's own output, passed through as the program wrote it
+        ("ncu/runner.py", "sink.write(line)"),
+        ("ncu/runner.py", 'stream.write(log_line(f"perfgate: note: {note}") + "\\n")'),
+    }
+    calls = re.compile(r"\b(click\.echo|click\.secho|print|\w+\.write)\(")
+    found = set()
+    for path in (ROOT / "perfgate").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            code = line.strip()
+            if calls.search(code) and not code.startswith("#") and "os.write(" not in code:
+                found.add((path.relative_to(ROOT / "perfgate").as_posix(), code))
+    assert found <= allowed, sorted(found - allowed)
+
+
+@pytest.mark.parametrize(
+    ("reason", "pattern"),
+    [
+        (b"bad \xff\xfe bytes", "--reason: not UTF-8 text"),
+        ("nel\x85here".encode(), "--reason: a NEL (U+0085) character"),
+        ("ls\u2028here".encode(), "--reason: a U+2028 character"),
+        ("ps\u2029here".encode(), "--reason: a U+2029 character"),
+    ],
+)
+def test_a_reason_that_would_not_round_trip_is_refused_before_anything_is_written(
+    tmp_path: Path, reason: bytes, pattern: str
+) -> None:
+    good = tmp_path / "zoo.yaml"
+    good.write_bytes(ZOO.read_bytes())
+    before = good.read_bytes()
+    for args in (
+        ["baseline", "record", "-c", str(CAPTURE), "-o", str(good), "--overwrite"],
+        ["baseline", "accept", "-b", str(good), "-c", str(CAPTURE), "--by", "me"],
+        ["baseline", "update", "-b", str(good), "-c", str(CAPTURE), "--by", "me"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfgate", *args, "--reason", reason],
+            capture_output=True, text=True, cwd=ROOT, timeout=60, preexec_fn=_limits,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and pattern in lines[0], proc.stderr
+        assert good.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["zoo.yaml"]
+
+
+def test_a_nel_in_a_recorded_string_is_double_quoted_and_comes_back_as_it_was() -> None:
+    import yaml
+
+    from perfgate.baseline.dump import _Dumper
+
+    doc = {"a": "x\x85y", "b": "p\u2028q\u2029r", "c": "plain"}
+    text = yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, width=4096)
+    assert not any(ch in text for ch in "\x85\u2028\u2029")
+    assert yaml.safe_load(text) == doc
+
+
+@pytest.mark.parametrize("ch", ["\x85", "\u2028", "\u2029"])
+def test_a_baseline_with_unicode_line_breaks_is_refused_by_every_command(
+    tmp_path: Path, ch: str
+) -> None:
+    path = tmp_path / "breaks.yaml"
+    path.write_text(ZOO.read_text().replace("\n", ch, 40), encoding="utf-8")
+    before = path.read_bytes()
+    for args in (
+        ["baseline", "validate", str(path)],
+        ["baseline", "accept", "-b", str(path), "-c", str(CAPTURE), "--reason", "r", "--by", "me"],
+        ["baseline", "update", "-b", str(path), "-c", str(CAPTURE), "--by", "me"],
+        ["check", "-b", str(path), "-c", str(CAPTURE)],
+        ["baseline", "show", str(path)],
+    ):
+        proc = perfgate(*args)
+        _one_error(proc, path, "a baseline breaks lines with \\n only")
+        assert path.read_bytes() == before

@@ -150,6 +150,130 @@ def test_the_comment_workflow_checks_what_it_posts() -> None:
     assert "perfgate-pr-comment" in (ROOT / ".github/workflows/perfgate-gpu.yml").read_text()
 
 
+_COMMENT_HARNESS = """
+const script = require("fs").readFileSync(process.argv[2], "utf8");
+const [sha, repo] = [process.argv[3], process.argv[4]];
+const core = { failed: null, setFailed(m) { this.failed = m; }, notice() {}, info() {} };
+const posted = [];
+const github = {
+  rest: {
+    pulls: { get: async () => ({ data: { head: { sha, repo: { full_name: repo } } } }) },
+    issues: {
+      listComments: null,
+      updateComment: async (a) => { posted.push(a.body); },
+      createComment: async (a) => { posted.push(a.body); return { data: { html_url: "u" } }; },
+    },
+  },
+  paginate: async () => [],
+};
+const context = { repo: { owner: "o", repo: "r" } };
+const run = new Function("require", "core", "github", "context", "process",
+  "return (async () => {" + script + "})();");
+run(require, core, github, context, process).then(() => {
+  console.log(JSON.stringify({ failed: core.failed, posted }));
+});
+"""
+
+
+def _post_comment(
+    tmp_path: Path, body: str, pr_sha: str = "abc", pr_repo: str = "me/fork"
+) -> dict[str, Any]:
+    """Run the comment workflow's script under node on an artifact holding `body`, the run
+    having tested commit abc of me/fork; the pull request is at `pr_sha` of `pr_repo`."""
+    import json
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    doc = _load(ROOT / ".github" / "workflows" / "perfgate-comment.yml")
+    step = next(s for s in doc["jobs"]["comment"]["steps"] if "github-script" in s.get("uses", ""))
+    (tmp_path / "script.js").write_text(step["with"]["script"])
+    (tmp_path / "harness.js").write_text(_COMMENT_HARNESS)
+    artifact = tmp_path / "artifact"
+    artifact.mkdir(exist_ok=True)
+    (artifact / "pr-number").write_text("7\n")
+    (artifact / "pr-comment.md").write_text(body)
+    env = {**os.environ, "COMMENT_DIR": str(artifact), "HEAD_SHA": "abc", "HEAD_REPO": "me/fork"}
+    proc = subprocess.run(
+        [node, str(tmp_path / "harness.js"), str(tmp_path / "script.js"), pr_sha, pr_repo],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_comment_workflow_treats_the_artifact_as_untrusted(tmp_path: Path) -> None:
+    doc = _load(ROOT / ".github" / "workflows" / "perfgate-comment.yml")
+    step = next(s for s in doc["jobs"]["comment"]["steps"] if "github-script" in s.get("uses", ""))
+    # The run's head repository, from the event (not the artifact), is checked against the PR.
+    assert step["env"]["HEAD_REPO"] == "${{ github.event.workflow_run.head_repository.full_name }}"
+    assert step["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    marker = "<!-- perfgate:pr-comment -->"
+    good = f"{marker}\n## perfgate\n<details><summary>x</summary>\n\n<code>k</code></details>\n"
+    assert _post_comment(tmp_path, good) == {"failed": None, "posted": [good]}
+    # perfgate breaks mentions and links with a word joiner: those it wrote are posted.
+    joined = f"{marker}\nask @\u2060octocat, see https:\u2060//example.org\n"
+    assert _post_comment(tmp_path, joined)["posted"] == [joined]
+    # Whole ones are not perfgate's: refused, nothing posted.
+    for hostile in ("cc @octocat", "see https://evil.example", "www.evil.example"):
+        result = _post_comment(tmp_path, f"{marker}\n{hostile}\n")
+        assert result["posted"] == [] and "mention or a link" in result["failed"]
+    # HTML other than perfgate's bare tags is shown as text, never rendered.
+    html = f'{marker}\n<img src=x onerror=alert(1)><a href="x">y</a><details open><!-- hide -->\n'
+    posted = _post_comment(tmp_path, html)["posted"][0]
+    assert posted.startswith(marker + "\n") and "<img" not in posted and "<a " not in posted
+    assert "<details open>" not in posted and "<!--" not in posted[len(marker) :]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in posted
+    # Too big, no marker, a pull request at another commit or from another repository.
+    for body, sha, repo, why in (
+        (marker + "x" * 70_000, "abc", "me/fork", "65,536"),
+        ("no marker", "abc", "me/fork", "marker"),
+        (good, "other", "me/fork", "not at the commit the run tested"),
+        (good, "abc", "someone/else", "does not come from the repository the run tested"),
+    ):
+        result = _post_comment(tmp_path, body, sha, repo)
+        assert result["posted"] == [] and why in result["failed"], result
+
+
+def test_self_hosted_runners_never_run_a_fork_pull_request() -> None:
+    """A pull request's code runs on a self-hosted runner only when it comes from this
+    repository: a fork's would run on your machine, with its network and what earlier jobs
+    left behind (docs/ci.md says why)."""
+    same_repo = "github.event.pull_request.head.repo.full_name == github.repository"
+    checked = 0
+    for path in [*WORKFLOWS, *sorted((ROOT / "docs").glob("**/*.yml"))]:
+        doc = _load(path)
+        triggers = _triggers(doc)
+        if "pull_request" not in triggers and "pull_request_target" not in triggers:
+            continue
+        for name, job in doc.get("jobs", {}).items():
+            runs_on = job.get("runs-on", "")
+            labels = runs_on if isinstance(runs_on, list) else [runs_on]
+            if any("self-hosted" in str(label) for label in labels):
+                condition = " ".join(str(job.get("if", "")).split())
+                assert same_repo in condition, f"{path.name} {name}: {condition!r}"
+                checked += 1
+    assert checked >= 1  # perfgate-gpu.yml's gate job
+    ci = (ROOT / "docs" / "ci.md").read_text()
+    assert same_repo in ci and "fork" in ci
+
+
+def test_the_action_shows_a_command_on_one_line() -> None:
+    action = _script("github_action")
+    hostile = "captures/a\n::error::pwned\u202e.csv"
+    line = action.shown(["perfgate", "check", "-c", hostile, "plain file"])
+    assert "\n" not in line and "\u202e" not in line
+    assert line == "perfgate check -c $'captures/a\\x0a::error::pwned\\u202e.csv' 'plain file'"
+    # What bash reads back is the argument as it was.
+    proc = subprocess.run(
+        ["bash", "-c", f"printf '%s' {line.split(' -c ')[1].split(' ')[0]}"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.stdout == hostile
+
+
 def test_the_actions_pinned_run_on_a_current_node() -> None:
     # The versions named are those whose action.yml says node24 (actions/* v5+, github-script
     # v8); an older pin would fail the KNOWN_PINS check above.
@@ -306,7 +430,11 @@ def test_action_gate_step_on_the_bundled_captures(tmp_path: Path) -> None:
 
 
 def test_install_step_refuses_versions_that_are_not_versions(tmp_path: Path) -> None:
-    for version, extras in (("--index-url=http://evil", ""), ("0.2.0 other", ""), ("", "x];y")):
+    hostile = "x\n::add-mask::secret\n::error::pwned"  # an input echoed raw starts commands
+    for version, extras in (
+        ("--index-url=http://evil", ""), ("0.2.0 other", ""), ("", "x];y"), (hostile, ""),
+        ("", hostile),
+    ):  # fmt: skip
         proc = subprocess.run(
             ["bash", str(ROOT / "scripts" / "action-install.sh")],
             capture_output=True, text=True,
@@ -315,6 +443,7 @@ def test_install_step_refuses_versions_that_are_not_versions(tmp_path: Path) -> 
         )  # fmt: skip
         assert proc.returncode == 2, (version, extras)
         assert proc.stdout.startswith("::error title=perfgate action::")
+        assert proc.stdout.count("\n") == 1, proc.stdout  # the input shown escaped, one line
         assert not list(tmp_path.iterdir())  # refused before anything was made
 
 

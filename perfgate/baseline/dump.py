@@ -183,6 +183,20 @@ class _Dumper(yaml.SafeDumper):
     """Block style for structure, flow style for the small leaf mappings of one metric."""
 
 
+_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    """PyYAML writes NEL, U+2028 and U+2029 raw inside single quotes, where a loader reads a
+    line break and the text comes back changed: such a string is double-quoted, where they
+    are escapes (\\N, \\L, \\P)."""
+    style = '"' if any(ch in text for ch in _BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _string)
+
+
 def dump_baseline(baseline: Baseline) -> str:
     doc = to_document(baseline)
     body = yaml.dump(

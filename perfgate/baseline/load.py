@@ -438,8 +438,28 @@ def load_baseline(path: str | Path) -> Baseline:
     return parse_baseline(_read_text(name), name)
 
 
+_UNICODE_BREAKS = {"\x85": "NEL (U+0085)", "\u2028": "U+2028", "\u2029": "U+2029"}
+
+
+def _check_line_breaks(text: str, name: str) -> None:
+    """YAML reads NEL, U+2028 and U+2029 as line breaks, and editors and perfgate's own
+    line-based edits (accept, update) do not: one file would read as two different files.
+    A baseline breaks its lines with \\n only; such a character inside a string is written
+    as an escape ("\\N", "\\L", "\\P" in a double-quoted string)."""
+    for ch, what in _UNICODE_BREAKS.items():
+        at = text.find(ch)
+        if at >= 0:
+            line = text.count("\n", 0, at) + 1
+            raise _problem(
+                name,
+                f"line {line}: a {what} character; a baseline breaks lines with \\n only "
+                "(inside a string, write it escaped in double quotes)",
+            )
+
+
 def parse_baseline(text: str, name: str) -> Baseline:
     """A baseline from its text; `name` is the file it is (to be) in, for messages."""
+    _check_line_breaks(text, name)
     parsed = _parse_yaml(text, name)
     data = parsed.data
     if data is None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.common.escape import log_text
 from perfgate.ncu.machine import (
     Gpu,
     find_ncu,
@@ -235,4 +236,4 @@ def render(checks: Sequence[Check]) -> str:
             lines.append(f"       fix: {c.fix}")
     bad = sum(c.status is Status.FAIL for c in checks)
     lines.append(f"{bad} problem(s)" if bad else "ready to capture")
-    return "\n".join(lines) + "\n"
+    return log_text(lines)  # a GPU name or ncu's text is shown escaped (common.escape)

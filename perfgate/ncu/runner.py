@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from perfgate.common.errors import CaptureError, PerfgateError, UsageError
+from perfgate.common.escape import log_line
 from perfgate.common.fileio import remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
@@ -60,7 +61,9 @@ class Progress:
 
     def launch(self, name: str, passes: int) -> None:
         self.count += 1
-        text = f"perfgate: profiled {self.count} launch(es); last {name!r}: {passes} passes"
+        text = log_line(
+            f"perfgate: profiled {self.count} launch(es); last {name!r}: {passes} passes"
+        )
         now = time.monotonic()
         if self.tty:
             self.stream.write("\r" + text[:150].ljust(len(self.shown)))
@@ -202,7 +205,7 @@ def _run(
     try:
         plan = build_plan(options, str(report), str(log))
         for note in plan.notes:
-            stream.write(f"perfgate: note: {note}\n")
+            stream.write(log_line(f"perfgate: note: {note}") + "\n")
         started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         t0 = time.monotonic()
         scan, early, rc = _profile(plan, log, stream)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from perfgate.common.escape import one_line
 from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import headline, kernel_lines, location
@@ -37,21 +38,24 @@ from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, 
 def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestCase:
     line = v.line if file else None
     case = TestCase(
-        name=v.kernel,
+        name=one_line(v.kernel),
         classname=classname,
         file=file if locations and line is not None else None,
         line=line if locations else None,
     )
     where = [f"baseline entry: {file}:{line}"] if line is not None else []
-    detail = "\n".join([v.name, *(text.strip() for text in kernel_lines(v, verbose=True)), *where])
-    message = headline(v)
+    # Each line shown escaped (common.escape): a kernel name's newline, bidi override or
+    # zero-width character reaches no CI page raw.
+    lines = [v.name, *(text.strip() for text in kernel_lines(v, verbose=True)), *where]
+    detail = "\n".join(one_line(text) for text in lines)
+    message = one_line(headline(v))
     means = meaning(v.state)  # what the state means for the build: judge.policy's table
     if means is Meaning.FAILS:
         case.add_failure_info(message=message, output=detail, failure_type=v.state.value)
     elif means is Meaning.INPUT_ERROR:
         case.add_error_info(message=message, output=detail, error_type="error")
     elif v.state is KernelState.NEW:
-        case.add_skipped_info(message=f"new kernel: {message}", output=v.name)
+        case.add_skipped_info(message=f"new kernel: {message}", output=one_line(v.name))
     elif v.state is KernelState.SKIPPED:
         case.add_skipped_info(message=message or "skipped", output=detail)
     else:  # passes: pass, improved
@@ -62,7 +66,7 @@ def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestC
 def _program_case(program: ProgramVerdict, classname: str) -> TestCase:
     """One testcase for the whole program's GPU time, failing as a regressed kernel does."""
     case = TestCase(name="program GPU time", classname=classname)
-    message = program_text(program)
+    message = one_line(program_text(program))
     if meaning(program.state) is Meaning.FAILS:
         case.add_failure_info(message=message, output=message, failure_type=program.state.value)
     elif program.state is KernelState.SKIPPED:
@@ -74,10 +78,13 @@ def _program_case(program: ProgramVerdict, classname: str) -> TestCase:
 
 def _suite(result: CheckResult, files: Mapping[str, str] | None, locations: bool) -> TestSuite:
     gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
-    properties = {"baseline": result.baseline_path, "captures": " ".join(result.capture_paths)}
+    properties = {
+        "baseline": one_line(result.baseline_path),
+        "captures": one_line(" ".join(result.capture_paths)),
+    }
     if result.baseline_gpu:
-        properties["gpu"] = result.baseline_gpu
-    classname = f"perfgate.{Path(result.baseline_path).stem}"
+        properties["gpu"] = one_line(result.baseline_gpu)
+    classname = one_line(f"perfgate.{Path(result.baseline_path).stem}")
     cases = [
         _case(v, classname, location(result, v, files)[0], locations) for v in result.ordered()
     ]
@@ -85,7 +92,8 @@ def _suite(result: CheckResult, files: Mapping[str, str] | None, locations: bool
     # program time keeps its testcases as they were (the text report notes it).
     if result.program is not None and result.program.baseline is not None:
         cases.append(_program_case(result.program, classname))
-    return TestSuite(f"perfgate {result.baseline_path}{gpu}", cases, properties=properties)
+    name = one_line(f"perfgate {result.baseline_path}{gpu}")
+    return TestSuite(name, cases, properties=properties)
 
 
 def render(report: Report, files: Mapping[str, str] | None = None, locations: bool = True) -> str:
@@ -94,7 +102,7 @@ def render(report: Report, files: Mapping[str, str] | None = None, locations: bo
         cases = []
         for problem in report.problems:
             case = TestCase(name="input", classname="perfgate")
-            case.add_error_info(message=problem, error_type="input error")
+            case.add_error_info(message=one_line(problem), error_type="input error")
             cases.append(case)
         suites.append(TestSuite("perfgate input", cases))
     xml = to_xml_report_string(suites, encoding="utf-8")

@@ -3,7 +3,7 @@ explain, baseline show and diff)."""
 
 from __future__ import annotations
 
-from perfgate.reports.escape import no_mentions
+from perfgate.common.escape import no_mentions, one_line
 
 # ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
 _SPECIAL = set("&<>|*_`[]\\~#!{}$")
@@ -11,15 +11,14 @@ _SPECIAL = set("&<>|*_`[]\\~#!{}$")
 
 def cell(text: str) -> str:
     """Text that renders literally inside a GFM table cell or inline HTML, mentioning no one
-    and linking nowhere (reports.escape)."""
+    and linking nowhere; newlines, controls, bidi and zero-width characters show as escapes
+    (`\\u202e`, common.escape)."""
     out = []
-    for ch in no_mentions(text):
+    for ch in no_mentions(one_line(text)):
         if ch in _SPECIAL:
             out.append(f"&#{ord(ch)};")
-        elif ch in "\r\n\t":
+        elif ch == "\t":
             out.append(" ")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append("\ufffd")
         else:
             out.append(ch)
     return "".join(out)

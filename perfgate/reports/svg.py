@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from xml.sax.saxutils import escape
 
+from perfgate.common.escape import one_line
 from perfgate.reports.format import by_share
 
 _BAR = 14
@@ -12,6 +13,12 @@ _GAP = 8
 _LABEL = 170
 _WIDTH = 640
 _SCALE = _WIDTH - _LABEL - 60
+
+
+def _text(text: str) -> str:
+    """Character data that is well-formed XML whatever the id holds: controls (which XML 1.0
+    forbids), bidi and zero-width characters shown as escapes, then &, < and > escaped."""
+    return escape(one_line(text))
 
 
 def stall_chart(
@@ -30,7 +37,7 @@ def stall_chart(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{_WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="8" y="18" font-size="13" font-weight="bold">{escape(title)}</text>',
+        f'<text x="8" y="18" font-size="13" font-weight="bold">{_text(title)}</text>',
         '<rect x="8" y="28" width="12" height="10" fill="#9e9e9e"/>'
         '<text x="24" y="37">baseline</text>'
         '<rect x="90" y="28" width="12" height="10" fill="#d73a49"/>'
@@ -41,7 +48,7 @@ def stall_chart(
     for reason in reasons:
         b, a = before.get(reason, 0.0), after.get(reason, 0.0)
         out.append(
-            f'<text x="{_LABEL - 6}" y="{y + _BAR + 4}" text-anchor="end">{escape(reason)}</text>'
+            f'<text x="{_LABEL - 6}" y="{y + _BAR + 4}" text-anchor="end">{_text(reason)}</text>'
         )
         for i, (value, color) in enumerate(((b, "#9e9e9e"), (a, "#d73a49"))):
             top_y = y + i * _BAR

@@ -221,6 +221,15 @@ def baselines() -> dict[str, str | bytes]:
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
+        # YAML reads NEL and U+2028 as line breaks, perfgate's line-based edits did not:
+        # validate passed and accept/update ended in an internal error (exit 3). Issue 23.
+        "nel-line-breaks.yaml": minimal.replace("\n", "\x85"),
+        "u2028-line-breaks.yaml": minimal.replace("\n  metrics", "\u2028  metrics"),
+        # An id holding a newline, a workflow command, a bidi override and a zero-width
+        # space reached the console raw. Issue 23.
+        "hostile-id.yaml": minimal.replace(
+            "- id: zoo_coalescing", '- id: "zoo_coalescing\\u202e\\n::error::pwned\\u200b"'
+        ).replace("value: 16, min: 16, max: 16", "value: 8, min: 8, max: 8"),
     }
 
 
