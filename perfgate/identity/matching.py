@@ -60,6 +60,30 @@ def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGr
     return candidates[0]
 
 
+# How an entry's launches were found when they fall into work classes its entry does not have.
+SPLIT = "split"
+
+
+def _split(
+    entry: KernelBaseline, chosen: KernelGroup, others: list[int], groups: Sequence[KernelGroup]
+) -> list[int]:
+    """Where an entry without a work class finds its name and shape split by work, the group
+    indices of every class of that shape (the chosen one's included); else nothing."""
+    if entry.match.work is not None or chosen.key.work is None:
+        return []
+    key = chosen.key
+    same = [
+        i
+        for i in others
+        if (groups[i].key.name, groups[i].key.grid, groups[i].key.block, groups[i].key.nvtx)
+        == (key.name, key.grid, key.block, key.nvtx)
+        and groups[i].key.work is not None
+    ]
+    if not same:
+        return []
+    return [next(i for i, g in enumerate(groups) if g is chosen), *same]
+
+
 def _tuned(entry: KernelBaseline, chosen: list[KernelGroup]) -> tuple[list[KernelGroup], str]:
     """An autotuned entry's groups, and "autotuned", or where the configuration is not the
     one most recorded runs used, what it changed from and to."""
@@ -123,6 +147,14 @@ def _by_name(
             left.append(entry)
             continue
         chosen = _pick_work(entry, [groups[i] for i in candidates])
+        split = _split(entry, chosen, [i for i in candidates if groups[i] is not chosen], groups)
+        if split:
+            # Launches of one identity the baseline recorded as one kernel: every work class
+            # stays its kernel, judged against its entry (verdicts.check), never "new".
+            claimed.update(split)
+            classes = sorted((groups[i] for i in split), key=lambda g: g.key.work or 0)
+            taken[entry.id] = (classes, f"{SPLIT}: {len(classes)} work classes")
+            continue
         claimed.add(next(i for i in candidates if groups[i] is chosen))
         taken[entry.id] = ([chosen], "name")
     return _Pass(taken, frozenset(claimed), left)

@@ -39,7 +39,7 @@ from perfgate.baseline.model import (
 from perfgate.baseline.selection import assign
 from perfgate.common.errors import UsageError
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids
-from perfgate.identity.matching import match
+from perfgate.identity.matching import SPLIT, match
 from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
 from perfgate.judge.policy import acceptable
@@ -344,6 +344,13 @@ def plan_update(
                 # Its improvements may be the other side of a trade-off: taking them alone
                 # would leave a baseline its own build fails.
                 left.append(f"{verdict.kernel}: regressed; the ratchet leaves it as it was")
+                continue
+            if verdict.matched_by == SPLIT:
+                # One work class's values are not the kernel's: nothing to tighten from.
+                left.append(
+                    f"{verdict.kernel}: its launches split into work classes the baseline "
+                    "does not have; the ratchet leaves it as it was"
+                )
                 continue
             if better:
                 edits.append(
