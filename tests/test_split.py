@@ -105,3 +105,41 @@ def test_a_good_and_a_bad_capture_file_keep_all_eight_regressions() -> None:
     assert "new" not in {s for v in states.values() for s in v}, output
     assert sum(v == ["regressed"] for v in states.values()) == 8, output
     assert code == 1, output
+
+
+def _second_grid(tmp_path: Path) -> Path:
+    """SYNTHETIC: zoo-good-short-run1.csv with zoo_registers' three launch rows once more, as
+    new launch IDs at grid (8192, 1, 1): the baselined kernel also launched at a second grid."""
+    lines = data("zoo-good-short-run1.csv").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if '"Kernel Name"' in line)
+    rows = list(csv.reader(io.StringIO("".join(lines[at:]))))
+    header = rows[0]
+    launches = [r for r in rows[2:] if len(r) == len(header)]
+    name_at, grid_at = header.index("Kernel Name"), header.index("Grid Size")
+    top = max(int(r[0]) for r in launches)
+    extra = [list(r) for r in launches if r[name_at].startswith(KERNEL)]
+    for n, row in enumerate(extra, start=1):
+        row[0], row[grid_at] = str(top + n), "(8192, 1, 1)"
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows + extra)
+    path = tmp_path / "second-grid.csv"
+    path.write_text("".join(lines[:at]) + out.getvalue())
+    return path
+
+
+def test_a_kernel_at_a_second_grid_is_a_new_entry_with_its_own_id(tmp_path: Path) -> None:
+    capture = _second_grid(tmp_path)
+    code, states, output = _check(capture)
+    assert states[KERNEL] == ["pass"], output
+    assert states[f"{KERNEL} [grid 8192x1x1]"] == ["new"], output
+    target = tmp_path / "zoo.yaml"
+    shutil.copy(ZOO, target)
+    result = CliRunner().invoke(
+        main, ["baseline", "update", "-b", str(target), "-c", str(capture)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    ids = [line for line in target.read_text().splitlines() if line.startswith("- id: ")]
+    assert len(ids) == len(set(ids)) == 11, ids
+    assert f"- id: {KERNEL} [grid 8192x1x1]" in ids
+    code, states, output = _check(capture, baseline=target)
+    assert code == 0 and set(states) == {i[len("- id: ") :] for i in ids}, output

@@ -38,7 +38,7 @@ from perfgate.baseline.model import (
 )
 from perfgate.baseline.selection import assign
 from perfgate.common.errors import UsageError
-from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids
+from perfgate.identity.grouping import KernelGroup, group_launches, new_ids
 from perfgate.identity.matching import SPLIT, match
 from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
@@ -247,7 +247,7 @@ def _fresh(
         if kernel is not None:
             fresh[entry.id] = kernel
     cc = next((la.cc for la in capture.launches if la.cc), None)
-    ids = readable_ids([g.key for g in matching.unclaimed])
+    ids = new_ids([g.key for g in matching.unclaimed], (k.id for k in baseline.kernels))
     added = []
     for group in matching.unclaimed:
         kernel, _ = record_kernel(

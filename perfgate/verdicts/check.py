@@ -19,7 +19,7 @@ from perfgate.identity.grouping import (
     KernelGroup,
     KernelKey,
     group_launches,
-    readable_ids,
+    new_ids,
 )
 from perfgate.identity.matching import SPLIT, Matching, match
 from perfgate.ingest.launches import Capture, Launch
@@ -685,7 +685,7 @@ def check(
 def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> CheckResult:
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
-    ids = readable_ids([g.key for g in matching.unclaimed])
+    ids = new_ids([g.key for g in matching.unclaimed], (k.id for k in baseline.kernels))
     verdicts: list[KernelVerdict] = []
     memo: _Bounds = {}
     matched = [matching.launches(kernel.id) for kernel in baseline.kernels]
