@@ -118,3 +118,22 @@ def test_edits_land_on_their_kernel_id_not_their_list_position() -> None:
     assert [*_kernels(reordered)] == [*reversed([*_kernels(text)])]
     moved = _kernels(edit.apply(reordered, baseline, plan, "bad build", when))
     assert moved == in_order
+
+
+def test_an_edit_of_perfgates_that_would_not_load_is_its_bug_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "zoo.yaml"
+    target.write_bytes(ZOO.read_bytes())
+    original = edit.apply
+
+    def broken(*args: object, **kwargs: object) -> str:
+        text = original(*args, **kwargs)  # type: ignore[arg-type]
+        return text.replace("- id: zoo_atomics\n", "- id: zoo_coalescing\n")
+
+    monkeypatch.setattr(edit, "apply", broken)
+    code, output = _update(target)
+    assert code == 3, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "perfgate's edit of it would not load" in lines[0], output
+    assert target.read_bytes() == ZOO.read_bytes()

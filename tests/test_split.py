@@ -143,3 +143,19 @@ def test_a_kernel_at_a_second_grid_is_a_new_entry_with_its_own_id(tmp_path: Path
     assert f"- id: {KERNEL} [grid 8192x1x1]" in ids
     code, states, output = _check(capture, baseline=target)
     assert code == 0 and set(states) == {i[len("- id: ") :] for i in ids}, output
+
+
+def test_accepting_a_split_kernel_records_each_class_and_the_next_check_passes(
+    tmp_path: Path,
+) -> None:
+    capture = _scaled(tmp_path, 1.4)
+    target = tmp_path / "zoo.yaml"
+    shutil.copy(ZOO, target)
+    args = ["baseline", "accept", "-b", str(target), "-c", str(capture), "--reason", "two GEMMs"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert f"- id: '{KERNEL} #work2'\n" in text
+    code, states, output = _check(capture, baseline=target)
+    assert code == 0, output
+    assert states[KERNEL] == ["pass"] and states[f"{KERNEL} #work2"] == ["pass"], output

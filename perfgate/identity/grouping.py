@@ -168,7 +168,9 @@ def new_ids(keys: Sequence[KernelKey], taken: Iterable[str]) -> dict[KernelKey, 
     used = set(taken)
     out: dict[KernelKey, str] = {}
     for key, kid in readable_ids(keys).items():
-        if kid in used:
+        if kid in used and key.work is not None and f"{kid} #work{key.work}" not in used:
+            kid = f"{kid} #work{key.work}"
+        elif kid in used:
             shaped = f"{kid} [grid {_dims(key.grid)}]"
             if shaped in used:
                 shaped = f"{kid} [grid {_dims(key.grid)}] [block {_dims(key.block)}]"

@@ -48,7 +48,7 @@ def _same_shape(entry: KernelBaseline, group: KernelGroup, by_nvtx: bool) -> boo
     return not (by_nvtx and m.nvtx != k.nvtx)
 
 
-def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGroup:
+def pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGroup:
     """Of one name and shape split by work, the class the entry recorded."""
     if entry.match.work is not None:
         for group in candidates:
@@ -146,7 +146,7 @@ def _by_name(
         if not candidates:
             left.append(entry)
             continue
-        chosen = _pick_work(entry, [groups[i] for i in candidates])
+        chosen = pick_work(entry, [groups[i] for i in candidates])
         split = _split(entry, chosen, [i for i in candidates if groups[i] is not chosen], groups)
         if split:
             # Launches of one identity the baseline recorded as one kernel: every work class
