@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate.baseline.dump import dump_baseline
-from perfgate.baseline.load import load_baseline, parse_baseline
+from perfgate.baseline.load import load_baseline, parse_baseline, read_baseline_text
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
-from perfgate.common.errors import ExitCode, PerfgateError, UsageError
+from perfgate.common.errors import BaselineError, EditError, ExitCode, PerfgateError, UsageError
 from perfgate.common.escape import log_line
 from perfgate.common.fileio import (
     append_regular,
     check_outputs,
+    locked,
     remove_stale,
     write_text_atomic,
 )
@@ -169,16 +170,24 @@ class EditResult:
 
 
 def _edit(request: EditRequest, accept: bool) -> EditResult:
-    # ruamel.yaml is only needed to edit a baseline: checks never import it.
-    from perfgate.lifecycle.edit import apply as apply_plan
-    from perfgate.lifecycle.plan import plan_accept, plan_update, stamp
-
     check_kept_text("--reason", request.reason)
     check_kept_text("--by", request.by)
     target = request.output or request.baseline
     # The baseline itself is the intended output (an edit in place); a capture never is.
     check_outputs([target], request.capture_files)
-    baseline = load_baseline(request.baseline)
+    # Under a lock on the baseline (fileio.locked), the edit applies to the very text that
+    # was validated, and is written only if the file still holds it (compare-and-swap).
+    with locked(request.baseline):
+        return _edit_locked(request, accept, target)
+
+
+def _edit_locked(request: EditRequest, accept: bool, target: str) -> EditResult:
+    # ruamel.yaml is only needed to edit a baseline: checks never import it.
+    from perfgate.lifecycle.edit import apply as apply_plan
+    from perfgate.lifecycle.plan import plan_accept, plan_update, stamp
+
+    text = read_baseline_text(request.baseline)
+    baseline = parse_baseline(text, request.baseline)
     capture = read_captures(request.capture_files)
     check_values(capture)
     if accept:
@@ -191,13 +200,29 @@ def _edit(request: EditRequest, accept: bool) -> EditResult:
             take_regressions=request.reason is not None,
             add_new=request.add_new,
         )
-    text = Path(request.baseline).read_text(encoding="utf-8-sig")
     if not plan.edits and plan.fingerprint in (None, baseline.fingerprint):
         return EditResult(target, plan, False)
     edited = apply_plan(text, baseline, plan, request.reason, stamp(request.by))
-    parse_baseline(edited, target)  # what is written must load: a bug here must not land
+    try:
+        parse_baseline(edited, target)  # what is written must load: a bug here must not land
+    except PerfgateError as exc:
+        raise EditError(
+            f"perfgate's edit of it would not load, so nothing was written (a perfgate bug; "
+            f"please report it): {'; '.join(exc.problems) or exc.message}",
+            request.baseline,
+        ) from exc
+    if _read_again(request.baseline) != text:
+        raise BaselineError("changed while perfgate was editing it; run again", request.baseline)
     write_text_atomic(target, edited)
     return EditResult(target, plan, True)
+
+
+def _read_again(path: str) -> str | None:
+    """The baseline's text now (None: it cannot be read any more)."""
+    try:
+        return read_baseline_text(path)
+    except PerfgateError:
+        return None
 
 
 def run_accept(request: EditRequest) -> EditResult:

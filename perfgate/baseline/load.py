@@ -433,6 +433,11 @@ def _add(problems: list[str], line_of: Any, where: list[str | int], message: str
     problems.append(f"{format_path(where)}: {message}" + (f" (line {line})" if line else ""))
 
 
+def read_baseline_text(path: str | Path) -> str:
+    """A baseline file's text, read once with the loader's checks (size, binary, UTF-8)."""
+    return _read_text(str(path))
+
+
 def load_baseline(path: str | Path) -> Baseline:
     name = str(path)
     return parse_baseline(_read_text(name), name)

@@ -54,3 +54,9 @@ class BaselineError(PerfgateError):
 
 class UsageError(PerfgateError):
     """Options that do not fit together, or name things that do not exist."""
+
+
+class EditError(PerfgateError):
+    """perfgate's own edit of a baseline would not load: a bug, and nothing was written."""
+
+    exit_code = ExitCode.INTERNAL_ERROR

@@ -260,3 +260,49 @@ def remove_stale(path: str | Path) -> None:
         target = Path(os.path.realpath(path))
         if stat.S_ISREG(target.stat().st_mode):
             target.unlink()
+
+
+# How long an edit waits for another perfgate run editing the same file.
+LOCK_WAIT_S = 60.0
+
+
+def lock_path(path: str | Path) -> Path:
+    """The sibling lock file of a file perfgate edits in place: `.NAME.lock` beside it."""
+    p = Path(path)
+    return p.with_name(f".{p.name}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: str | Path, wait_s: float | None = None) -> Iterator[None]:
+    """Held while perfgate edits `path`: an exclusive `fcntl.flock` on its sibling lock file
+    (lock_path), so two `baseline accept`/`update` runs on one file take turns. The lock file
+    is left in place (removing it would let a third run lock a file of the same name that the
+    second does not hold). Where it cannot be created (a read-only folder, with the edit
+    written elsewhere), nothing is locked: the edit's compare-and-swap still refuses a file
+    that changed under it."""
+    import fcntl
+    import time
+
+    wait = LOCK_WAIT_S if wait_s is None else wait_s
+    try:
+        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise UsageError(
+                        f"another perfgate run has been editing it for {wait:g} s "
+                        f"(it holds {lock_path(path)}); run again when it is done",
+                        path,
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)

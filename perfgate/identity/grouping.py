@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from perfgate.common.errors import UsageError
@@ -158,6 +158,27 @@ def readable_ids(keys: Sequence[KernelKey]) -> dict[KernelKey, str]:
             elif part == "work" and len({k.work for k in members}) > 1:
                 labels = {k: f"{labels[k]} #work{k.work}" for k in members}
         out.update(labels)
+    return out
+
+
+def new_ids(keys: Sequence[KernelKey], taken: Iterable[str]) -> dict[KernelKey, str]:
+    """readable_ids for kernels new to a baseline, none of them an id the baseline already
+    holds: a kernel also launched at a second grid is a new entry that says its shape
+    ("zoo_add [grid 8192x1x1]"), never a second entry of the baselined one's id."""
+    used = set(taken)
+    out: dict[KernelKey, str] = {}
+    for key, kid in readable_ids(keys).items():
+        if kid in used and key.work is not None and f"{kid} #work{key.work}" not in used:
+            kid = f"{kid} #work{key.work}"
+        elif kid in used:
+            shaped = f"{kid} [grid {_dims(key.grid)}]"
+            if shaped in used:
+                shaped = f"{kid} [grid {_dims(key.grid)}] [block {_dims(key.block)}]"
+            kid, n = shaped, 2
+            while kid in used:
+                kid, n = f"{shaped} #{n}", n + 1
+        used.add(kid)
+        out[key] = kid
     return out
 
 

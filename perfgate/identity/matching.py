@@ -48,7 +48,7 @@ def _same_shape(entry: KernelBaseline, group: KernelGroup, by_nvtx: bool) -> boo
     return not (by_nvtx and m.nvtx != k.nvtx)
 
 
-def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGroup:
+def pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGroup:
     """Of one name and shape split by work, the class the entry recorded."""
     if entry.match.work is not None:
         for group in candidates:
@@ -58,6 +58,30 @@ def _pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGr
     if isinstance(recorded, float):
         return min(candidates, key=lambda g: log_distance(g.instructions or 0.0, recorded))
     return candidates[0]
+
+
+# How an entry's launches were found when they fall into work classes its entry does not have.
+SPLIT = "split"
+
+
+def _split(
+    entry: KernelBaseline, chosen: KernelGroup, others: list[int], groups: Sequence[KernelGroup]
+) -> list[int]:
+    """Where an entry without a work class finds its name and shape split by work, the group
+    indices of every class of that shape (the chosen one's included); else nothing."""
+    if entry.match.work is not None or chosen.key.work is None:
+        return []
+    key = chosen.key
+    same = [
+        i
+        for i in others
+        if (groups[i].key.name, groups[i].key.grid, groups[i].key.block, groups[i].key.nvtx)
+        == (key.name, key.grid, key.block, key.nvtx)
+        and groups[i].key.work is not None
+    ]
+    if not same:
+        return []
+    return [next(i for i, g in enumerate(groups) if g is chosen), *same]
 
 
 def _tuned(entry: KernelBaseline, chosen: list[KernelGroup]) -> tuple[list[KernelGroup], str]:
@@ -122,7 +146,15 @@ def _by_name(
         if not candidates:
             left.append(entry)
             continue
-        chosen = _pick_work(entry, [groups[i] for i in candidates])
+        chosen = pick_work(entry, [groups[i] for i in candidates])
+        split = _split(entry, chosen, [i for i in candidates if groups[i] is not chosen], groups)
+        if split:
+            # Launches of one identity the baseline recorded as one kernel: every work class
+            # stays its kernel, judged against its entry (verdicts.check), never "new".
+            claimed.update(split)
+            classes = sorted((groups[i] for i in split), key=lambda g: g.key.work or 0)
+            taken[entry.id] = (classes, f"{SPLIT}: {len(classes)} work classes")
+            continue
         claimed.add(next(i for i in candidates if groups[i] is chosen))
         taken[entry.id] = ([chosen], "name")
     return _Pass(taken, frozenset(claimed), left)

@@ -29,6 +29,7 @@ from perfgate.baseline.dump import (
 )
 from perfgate.baseline.fingerprint import to_document as fingerprint_document
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.common.errors import BaselineError
 from perfgate.judge.comparison import merged_bounds
 from perfgate.lifecycle.plan import (
     HISTORY_KEPT,
@@ -201,7 +202,15 @@ def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, whe
     """The baseline file's text with the plan's edits made; everything else as it was."""
     doc = load(text)
     kernels = doc["kernels"]
-    position = {kernel.id: i for i, kernel in enumerate(baseline.kernels)}
+    # By id, never by list position: each edit lands on the entry of its kernel's id in this
+    # very text (ids are unique: the loader refuses a file where they are not).
+    position = {str(entry["id"]): i for i, entry in enumerate(kernels)}
+    recorded = {kernel.id: kernel for kernel in baseline.kernels}
+    if set(position) != set(recorded):
+        raise BaselineError(
+            "changed while perfgate was editing it (its kernels are not the ones read); run again",
+            baseline.path,
+        )
     removed: list[int] = []
     gone: list[dict[str, Any]] = []
     for edit in plan.edits:
@@ -221,7 +230,7 @@ def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, whe
                 {"id": edit.kernel, "date": when.date, "by": when.by, "reason": reason or ""}
             )
             continue
-        _kernel(kernels[i], baseline.kernels[i], edit, reason, when, baseline)
+        _kernel(kernels[i], recorded[edit.kernel], edit, reason, when, baseline)
     for i in sorted(removed, reverse=True):
         del kernels[i]
     provenance = doc.get("provenance")

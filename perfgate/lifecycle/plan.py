@@ -38,8 +38,8 @@ from perfgate.baseline.model import (
 )
 from perfgate.baseline.selection import assign
 from perfgate.common.errors import UsageError
-from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids
-from perfgate.identity.matching import match
+from perfgate.identity.grouping import KernelGroup, group_launches, new_ids
+from perfgate.identity.matching import SPLIT, match, pick_work
 from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
 from perfgate.judge.policy import acceptable
@@ -227,27 +227,35 @@ def _moved(verdict: KernelVerdict) -> dict[str, float | str]:
 
 def _fresh(
     baseline: Baseline, capture: Capture
-) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline]]:
+) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline], _Classes]:
     """The check of the captures against the baseline, each baselined kernel recorded afresh
     from the launches the check gave it (with the metrics the file gates for it), and the
-    kernels new to the baseline recorded with the default set."""
+    kernels new to the baseline recorded with the default set. A baselined kernel whose
+    launches split into work classes its entry does not have is recorded as the class nearest
+    its recorded work (its match gets `work:`), and its other classes as entries of their own,
+    taken with it (never pooled: the next check would split them again)."""
     result = check(baseline, capture, CheckSettings(report_new_kernels=True))
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
     fresh: dict[str, KernelBaseline] = {}
+    others: list[tuple[KernelBaseline, KernelGroup]] = []
     for entry in baseline.kernels:
         found = matching.groups.get(entry.id) or []
         if not found:
             continue
         group = found[0]
-        if len(found) > 1:  # an explicit function/regex match over several shapes
+        if matching.how.get(entry.id, "").startswith(SPLIT):
+            group = pick_work(entry, found)
+            others.extend((entry, g) for g in found if g is not group)
+        elif len(found) > 1:  # an explicit function/regex match over several shapes
             group = KernelGroup(found[0].key, tuple(la for g in found for la in g.launches))
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, entry.id, names, capture)
         if kernel is not None:
             fresh[entry.id] = kernel
     cc = next((la.cc for la in capture.launches if la.cc), None)
-    ids = readable_ids([g.key for g in matching.unclaimed])
+    taken = {k.id for k in baseline.kernels}
+    ids = new_ids([g.key for g in matching.unclaimed], taken)
     added = []
     for group in matching.unclaimed:
         kernel, _ = record_kernel(
@@ -255,7 +263,18 @@ def _fresh(
         )
         if kernel is not None:
             added.append(kernel)
-    return result, fresh, added
+    class_ids = new_ids([g.key for _, g in others], taken | set(ids.values()))
+    classes: _Classes = {}
+    for entry, group in others:
+        names = [m.name for m in entry.metrics]
+        kernel, _ = record_kernel(group, class_ids[group.key], names, capture)
+        if kernel is not None:
+            classes.setdefault(entry.id, []).append(kernel)
+    return result, fresh, added, classes
+
+
+# A split kernel's id -> its other work classes, recorded as entries of their own.
+_Classes = dict[str, list[KernelBaseline]]
 
 
 def _for_gpu(baseline: Baseline, capture: Capture) -> Capture:
@@ -285,7 +304,7 @@ def plan_accept(
     """The kernels named by `patterns` (regexes over id and name), or by default every kernel
     that regressed or went missing, take the values of the captures."""
     capture = _for_gpu(baseline, capture)
-    result, fresh, added = _fresh(baseline, capture)
+    result, fresh, added, classes = _fresh(baseline, capture)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -302,6 +321,7 @@ def plan_accept(
             left.append(f"{verdict.kernel}: no metric of it could be measured in the captures")
             continue
         edits.append(_taken(verdict, Action.ACCEPT, kernel))
+        edits.extend(_added(classes.get(verdict.kernel, ())))
     if add_new:
         edits.extend(_added(added))
     if not edits:
@@ -327,7 +347,7 @@ def plan_update(
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept."""
     capture = _for_gpu(baseline, capture)
-    result, fresh, added = _fresh(baseline, capture)
+    result, fresh, added, classes = _fresh(baseline, capture)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -344,6 +364,13 @@ def plan_update(
                 # Its improvements may be the other side of a trade-off: taking them alone
                 # would leave a baseline its own build fails.
                 left.append(f"{verdict.kernel}: regressed; the ratchet leaves it as it was")
+                continue
+            if verdict.matched_by == SPLIT:
+                # One work class's values are not the kernel's: nothing to tighten from.
+                left.append(
+                    f"{verdict.kernel}: its launches split into work classes the baseline "
+                    "does not have; the ratchet leaves it as it was"
+                )
                 continue
             if better:
                 edits.append(
@@ -364,6 +391,7 @@ def plan_update(
             )
             continue
         edits.append(_taken(verdict, Action.ACCEPT if regressed else Action.UPDATE, kernel))
+        edits.extend(_added(classes.get(verdict.kernel, ())))
     if add_new and not ratchet:
         edits.extend(_added(added))
     fingerprint = (

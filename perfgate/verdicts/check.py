@@ -14,8 +14,14 @@ from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
 from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelGroup, KernelKey, group_launches, readable_ids
-from perfgate.identity.matching import Matching, match
+from perfgate.identity.grouping import (
+    WORK_GAP,
+    KernelGroup,
+    KernelKey,
+    group_launches,
+    new_ids,
+)
+from perfgate.identity.matching import SPLIT, Matching, match
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.ingest.names import short_name
 from perfgate.judge.comparison import (
@@ -25,7 +31,7 @@ from perfgate.judge.comparison import (
     compare_metric,
     merged_bounds,
 )
-from perfgate.judge.states import KernelState, kernel_state
+from perfgate.judge.states import SEVERITY, KernelState, kernel_state
 from perfgate.metrics.catalog import (
     SHORT_KERNEL_NS,
     SHORT_KERNEL_SLACK_NS,
@@ -393,6 +399,57 @@ def _judge_kernel(
     )
 
 
+# Counted per captured run over all of a kernel's launches: judged on every work class at once.
+_PER_RUN = frozenset({"launches", "total_time"})
+
+
+def _judge_split(
+    kernel: KernelBaseline,
+    classes: Sequence[KernelGroup],
+    capture: Capture,
+    baseline: Baseline,
+    memo: _Bounds,
+) -> KernelVerdict:
+    """A baselined kernel whose launches now fall into work classes its entry does not have
+    (one launch of three ran 40% more instructions): each class is judged against the entry,
+    the counts per run over all of them, and the verdict is the worst class's. Never "new":
+    a regressed launch fails the kernel it belongs to (docs/identity.md)."""
+    pooled = sorted((la for g in classes for la in g.launches), key=lambda la: la.index)
+    whole = _judge_kernel(kernel, pooled, capture, baseline, "name", memo)
+    per_launch = replace(
+        kernel,
+        launches=None,
+        metrics=tuple(m for m in kernel.metrics if m.name not in _PER_RUN),
+    )
+    rank = {s: i for i, s in enumerate(SEVERITY)}
+    parts = [
+        (g, _judge_kernel(per_launch, list(g.launches), capture, baseline, "name", memo))
+        for g in classes
+    ]
+    group, worst = min(parts, key=lambda part: rank[part[1].state])
+    comparisons = worst.comparisons + tuple(c for c in whole.comparisons if c.metric in _PER_RUN)
+    state = kernel_state(comparisons)
+    instructions = group.instructions
+    work = f", {instructions:,.0f} instructions" if instructions is not None else ""
+    count = len(group.launches)
+    message = (
+        f"its launches split into {len(classes)} work classes (instruction counts more than "
+        f"{(WORK_GAP - 1) * 100:.0f}% apart) where the baseline recorded one; each is judged "
+        f"against this entry, and the verdict is work class {group.key.work}'s "
+        f"({count} launch{'es' if count != 1 else ''}{work}): {state.value}"
+    )
+    return replace(
+        worst,
+        state=state,
+        comparisons=comparisons,
+        causes=worst.causes if state is not KernelState.PASS else whole.causes,
+        launches=whole.launches,
+        captures=whole.captures,
+        message=message,
+        matched_by=SPLIT,
+    )
+
+
 def _configuration_changed(kernel: KernelBaseline, metric: MetricBaseline) -> Comparison:
     return Comparison(
         kernel=kernel.id,
@@ -628,7 +685,7 @@ def check(
 def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> CheckResult:
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
-    ids = readable_ids([g.key for g in matching.unclaimed])
+    ids = new_ids([g.key for g in matching.unclaimed], (k.id for k in baseline.kernels))
     verdicts: list[KernelVerdict] = []
     memo: _Bounds = {}
     matched = [matching.launches(kernel.id) for kernel in baseline.kernels]
@@ -636,7 +693,11 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     table = LaunchTable(capture.launches, matched)
     passing = _Passing(table, baseline, capture.columns, memo)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
-        if launches:
+        if launches and matching.how[kernel.id].startswith(SPLIT):
+            verdicts.append(
+                _judge_split(kernel, matching.groups[kernel.id], capture, baseline, memo)
+            )
+        elif launches:
             kernel = _per_configuration(kernel, launches)
             how = matching.how[kernel.id]
             cc = next((la.cc for la in launches if la.cc), None)

@@ -106,6 +106,10 @@ def captures() -> dict[str, bytes | str]:
         "two-pages-import.csv": "".join(lines[at:]) * 2,
         # The program prints a CSV table of its own before ncu's page: not taken for the header.
         "program-table-first.csv": "step,loss\n1,0.5\n2,0.25\n" + good,
+        # A baselined kernel launched twice, the second launch running 40% more instructions:
+        # split into two work classes, the regressed one turned "new" and the check passed
+        # (issue 23). SYNTHETIC: launch row 5 (zoo_registers) duplicated, its count scaled.
+        "work-split.csv": good + _split_launch(good, 5, 1.4),
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
@@ -134,6 +138,19 @@ def _edit_row(text: str, n: int, edit: Callable[[list[str]], list[str]]) -> str:
     fields = edit(next(csv.reader([lines[i]])))
     lines[i] = ",".join(f'"{f}"' for f in fields) + "\n"
     return "".join(lines)
+
+
+def _split_launch(text: str, n: int, factor: float) -> str:
+    """Launch row `n` once more, as the next launch ID, with its instructions x `factor`."""
+    import csv
+
+    lines, at = _rows(text)
+    fields = next(csv.reader([lines[at + 2 + n]]))
+    launch_ids = [int(next(csv.reader([line]))[0]) for line in lines[at + 2 :]]
+    work = _column(text, "smsp__inst_executed.sum")
+    value = float(fields[work].replace(",", "")) * factor
+    fields = _set(_set(fields, 0, str(max(launch_ids) + 1)), work, f"{round(value):,}")
+    return ",".join(f'"{f}"' for f in fields) + "\n"
 
 
 def _ambiguous(good: str) -> str:
