@@ -181,9 +181,21 @@ def file_rules(baseline: Baseline) -> tuple[Rule, ...]:
 _SHOWN_APART = {"value", "unit", "bound", "id", "launches per run"}
 
 
-def _shown(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
-    """The rules `show` lists beside what it prints apart, less those not set."""
-    return tuple((k, v) for k, v in rules if k not in _SHOWN_APART and v not in (UNSET, "[]"))
+# Rules `show` leaves out at their usual value: what an entry without them is judged by.
+_USUAL = {("judged from", "the launch range")}
+
+
+def _shown(rules: tuple[Rule, ...], also_same: Rule | None = None) -> tuple[Rule, ...]:
+    """The rules `show` lists beside what it prints apart, less those not set or usual
+    (`also_same`: one more rule to leave out, such as a name the identity already says)."""
+    return tuple(
+        (k, v)
+        for k, v in rules
+        if k not in _SHOWN_APART
+        and v not in (UNSET, "[]")
+        and (k, v) not in _USUAL
+        and (k, v) != also_same
+    )
 
 
 def _metric_view(baseline: Baseline, metric: MetricBaseline) -> MetricView:
@@ -214,7 +226,7 @@ def view(baseline: Baseline, patterns: Sequence[str] = ()) -> BaselineView:
             launches=k.launches,
             metrics=tuple(_metric_view(baseline, m) for m in k.metrics),
             history=k.history,
-            rules=_shown(kernel_rules(k)),
+            rules=_shown(kernel_rules(k), ("name", k.match.name) if k.match.name else None),
         )
         for k in baseline.kernels
         if _selected(k, patterns)
