@@ -318,6 +318,16 @@ def _pair(a: Baseline, b: Baseline) -> list[tuple[KernelBaseline | None, KernelB
 
 
 _APART = {"value", "bound"}  # MetricChange holds these in fields of their own
+# Rules a re-record rewrites while the gate stays as it was: the calibration's wording (whether
+# there is one is the rule "judged from"), a dominant stall's recorded shares (its margin
+# reads the capture's), and min/max where the bound is judged from the median on both sides.
+# A change of only these is listed with --all, like a value that moved within its bound.
+_NOTES = {"calibration", "shares"}
+_RANGE = {"min", "max"}
+
+
+def _gating(changed: tuple[tuple[str, str, str], ...], median: bool) -> bool:
+    return any(what not in _NOTES and not (median and what in _RANGE) for what, _, _ in changed)
 
 
 def _kernel_change(
@@ -340,7 +350,16 @@ def _kernel_change(
         if x and y and isinstance(x.value, float) and isinstance(y.value, float):
             defn = x.definition
             moved = compare_metric(ka.id, x, defn, y.value, unit, merged_bounds(defn, x, a))
-            beyond = moved.state is not State.PASS or before_bound != after_bound or bool(others)
+            median = (
+                dict(rules_x).get("judged from")
+                == dict(rules_y).get("judged from")
+                == ("the median")
+            )
+            beyond = (
+                moved.state is not State.PASS
+                or before_bound != after_bound
+                or _gating(others, median)
+            )
         changes.append(
             MetricChange(
                 name,
