@@ -229,3 +229,17 @@ def test_the_same_file_still_gates_the_same_values(before: Path) -> None:
     code, out = _cli("baseline", "diff", "--all", "--exit-code", str(ZOO), str(before))
     assert code == 0, out
     assert out.strip().endswith("gate the same values")
+
+
+def test_a_reworded_calibration_is_listed_with_all_and_still_differs(
+    before: Path, tmp_path: Path
+) -> None:
+    # A re-record rewrites the wording of a calibration while the bound stays: not a change of
+    # the gate (listed with --all, like a value that moved within its bound), but a difference.
+    doc = _base()
+    _set("achieved_occupancy", "calibration", "3 runs: reworded")(doc)
+    after = _write(doc, tmp_path / "after.yaml")
+    code, out = _cli("baseline", "diff", "--exit-code", str(before), str(after))
+    assert code == 1 and "1 more changed within their bounds" in out, out
+    code, out = _cli("baseline", "diff", "--all", str(before), str(after))
+    assert code == 0 and "calibration 3 runs: spread" in out and "-> 3 runs: reworded" in out

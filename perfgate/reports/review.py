@@ -161,7 +161,8 @@ def _kernel_lines(k: KernelChange, fmt: Callable[[str], str], all_values: bool) 
     lines.extend(fmt(f"    {_change_text(c)}") for c in beyond)
     within = len(k.metrics) - len(beyond)
     if within:
-        lines.append(fmt(f"    ({within} more values moved within their bounds; --all lists them)"))
+        more = f"{within} more changed within their bounds, the gate as it was"
+        lines.append(fmt(f"    ({more}; --all lists them)"))
     lines.extend(fmt(f"    {_history_text(h)}") for h in k.history)
     return lines
 
