@@ -7,10 +7,15 @@ path scales (docs/limits.md).
 - the scan of a capture with and without its per-row field count;
 - `perfgate check` on the zoo capture with N extra columns, each a fresh process: the time per
   extra column stays flat when column lookups are linear (they were quadratic: 80,000 columns
-  took 29 s).
+  took 29 s);
+- user regexes against long kernel names (issue 23), each a fresh `perfgate baseline show`:
+  `-k '(a+)+$'` over a kernel named 30 letters `a` and a `!` (25 s before: now refused up
+  front), and 60 accepted patterns against one long name (49 s before, with a budget of 2 s
+  per pattern: now one budget of 2 s for them all).
 
     python benchmarks/hostile.py
     python benchmarks/hostile.py --columns 0,20000,40000 --repeat 5
+    python benchmarks/hostile.py --only regex
 """
 
 from __future__ import annotations
@@ -125,15 +130,67 @@ def columns(workdir: Path, counts: list[int], repeat: int) -> None:
         print(f"| {n:,} | {t:.2f} | {t - base:.2f} | {per} |")
 
 
+# A kernel name the exponential pattern backtracks on, and one the accepted polynomial
+# patterns take most of a second each on (`a.*a.*a.*a.*a.*b`: n^5/5! ways, 65 letters).
+CATASTROPHIC = "(a+)+$"
+EXPONENTIAL_NAME = "a" * 30 + "!"
+POLYNOMIAL_NAME = "a" * 65
+
+
+def polynomial_patterns(count: int = 60) -> list[str]:
+    """`count` distinct patterns the static check accepts (5 unbounded repeats) that each
+    backtrack for a while on POLYNOMIAL_NAME without matching it."""
+    return ["a.*a.*a.*a.*a.*b" + "c" * i for i in range(count)]
+
+
+def baseline_named(path: Path, name: str) -> Path:
+    """The zoo baseline with its first kernel's id and name set to `name`."""
+    import yaml
+
+    doc = yaml.safe_load(ZOO.read_text())
+    doc["kernels"][0]["id"] = name
+    doc["kernels"][0]["name"] = name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def regex(workdir: Path, repeat: int) -> None:
+    print("\n| user regexes | perfgate baseline show, s | exit |\n|---|---|---|")
+    cases = [
+        ("-k '(a+)+$', 30 a's and '!'", EXPONENTIAL_NAME, [CATASTROPHIC]),
+        ("60 accepted -k patterns, one long name", POLYNOMIAL_NAME, polynomial_patterns()),
+    ]
+    for label, name, pats in cases:
+        path = baseline_named(workdir / "named.yaml", name)
+        args = [a for p in pats for a in ("-k", p)]
+        times, code = [], None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "perfgate", "baseline", "show", str(path), *args],
+                capture_output=True, cwd=ROOT,
+            )  # fmt: skip
+            times.append(time.perf_counter() - start)
+            code = proc.returncode
+        print(f"| {label} | {min(times):.2f} | {code} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--columns", default="0,10000,20000,40000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=("guard", "rows", "columns", "regex"))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        guard(Path(tmp), args.repeat)
-        rows(Path(tmp), args.repeat)
-        columns(Path(tmp), [int(n) for n in args.columns.split(",")], args.repeat)
+        work = Path(tmp)
+        if args.only in (None, "guard"):
+            guard(work, args.repeat)
+        if args.only in (None, "rows"):
+            rows(work, args.repeat)
+        if args.only in (None, "columns"):
+            columns(work, [int(n) for n in args.columns.split(",")], args.repeat)
+        if args.only in (None, "regex"):
+            regex(work, args.repeat)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from perfgate import __version__
+from perfgate.common import patterns as user_patterns
 from perfgate.common.errors import ExitCode, PerfgateError
 from perfgate.common.escape import log_line
 from perfgate.reports import REPORTERS
@@ -64,6 +65,7 @@ def _guard(fn: F) -> F:
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = _settings().debug
+        user_patterns.reset_budget()  # one budget for all the user's regexes of a command
         try:
             return fn(*args, **kwargs)
         except PerfgateError as exc:

@@ -62,3 +62,12 @@ def cli_ok(*args: str) -> None:
 
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(autouse=True)
+def _fresh_regex_budget() -> None:
+    """Each test starts with the whole time budget of the user's regexes, as each command
+    does (perfgate.common.patterns: one budget per command, not per pattern)."""
+    from perfgate.common import patterns
+
+    patterns.reset_budget()

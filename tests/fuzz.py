@@ -153,7 +153,7 @@ def _run_regex(seed: int) -> tuple[str, Callable[[Path], None], str]:
         except (patterns.UnsafePattern, re.error):  # refused or invalid: fine
             return
         # An accepted pattern must not backtrack exponentially: 28 letters and a stop.
-        patterns._spent.pop(pattern, None)
+        patterns.reset_budget()
         patterns.search(pattern, "a" * 28 + "!")
 
     return pattern, target, ".txt"

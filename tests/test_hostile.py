@@ -460,14 +460,16 @@ def test_ordinary_kernel_patterns_are_accepted(pattern: str) -> None:
 
 def test_a_search_that_backtracks_polynomially_ends_in_time(monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setattr(patterns, "SEARCH_SECONDS", 0.3)
-    monkeypatch.setattr(patterns, "_spent", {})
+    patterns.reset_budget()
     pattern = "a.*a.*a.*a.*a.*b"  # 5 repeats: the static check allows it
     start = time.perf_counter()
-    with pytest.raises(patterns.PatternTimeout, match=r"took more than 0\.3 s"):
+    with pytest.raises(patterns.PatternTimeout, match=r"took more than 0\.3 s in all"):
         patterns.search(pattern, "a" * 3000)
     assert time.perf_counter() - start < 2
-    with pytest.raises(patterns.PatternTimeout):  # the budget is spent for this pattern
-        patterns.search(pattern, "b")
+    # The budget is one for every pattern of the command (issue 23: it was one per pattern).
+    with pytest.raises(patterns.PatternTimeout):
+        patterns.search("zoo_a", "zoo_atomics")
+    patterns.reset_budget()  # the next command
     assert patterns.search("zoo_a", "zoo_atomics")
 
 
@@ -475,6 +477,49 @@ def test_kernel_option_with_a_catastrophic_regex_is_a_usage_error() -> None:
     proc = perfgate("explain", "-c", str(CAPTURE), "-k", "(a+)+$", timeout=30)
     assert proc.returncode == 2
     assert proc.stderr.startswith("perfgate: error: --kernel '(a+)+$' can take exponential time")
+
+
+def _hostile_benchmark():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import hostile
+
+    return hostile
+
+
+def test_show_kernel_option_with_a_catastrophic_regex_ends_at_once(tmp_path: Path) -> None:
+    # Issue 23: `baseline show -k` searched with re.search, unchecked and unbounded: 25 s over
+    # a kernel named 30 letters 'a' and a '!'. Now refused before any search.
+    hostile = _hostile_benchmark()
+    path = hostile.baseline_named(tmp_path / "b.yaml", hostile.EXPONENTIAL_NAME)
+    start = time.perf_counter()
+    proc = perfgate("baseline", "show", str(path), "-k", hostile.CATASTROPHIC, timeout=60)
+    assert time.perf_counter() - start < 10
+    assert proc.returncode == 2, proc.stdout[-300:]
+    assert proc.stderr.startswith("perfgate: error: --kernel '(a+)+$' can take exponential time")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_many_accepted_patterns_share_one_time_budget(tmp_path: Path) -> None:
+    # Issue 23: 60 accepted patterns against one long name took 49 s, each under its own 2 s
+    # budget. The budget is one for all the user's patterns of a command.
+    hostile = _hostile_benchmark()
+    path = hostile.baseline_named(tmp_path / "b.yaml", hostile.POLYNOMIAL_NAME)
+    args = [a for p in hostile.polynomial_patterns() for a in ("-k", p)]
+    start = time.perf_counter()
+    proc = perfgate("baseline", "show", str(path), *args, timeout=120)
+    assert time.perf_counter() - start < 10
+    assert proc.returncode == 2, proc.stdout[-300:]
+    assert "took more than 2 s in all" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_accept_kernel_option_is_checked_like_the_others() -> None:
+    from perfgate.baseline.load import load_baseline
+    from perfgate.ingest.launches import Capture
+    from perfgate.lifecycle.plan import plan_accept
+
+    with pytest.raises(UsageError, match=r"--kernel '\(a\+\)\+\$' can take exponential"):
+        plan_accept(load_baseline(ZOO), Capture((), (), frozenset()), ("(a+)+$",))
 
 
 # ------------------------------------------------------------------------- report text

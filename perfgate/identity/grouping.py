@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from perfgate.common.errors import UsageError
-from perfgate.common.patterns import UnsafePattern, compile_pattern, search
+from perfgate.common.patterns import checked, search
 from perfgate.ingest.launches import Dim3, Launch
 from perfgate.ingest.names import normalise, short_name
 
@@ -35,14 +35,7 @@ def select(launches: Sequence[Launch], patterns: Sequence[str]) -> list[Launch]:
     """The launches whose name matches one of the --kernel regular expressions (all when
     none is given); an invalid expression, or one that matches nothing, is a usage error."""
     for pattern in patterns:
-        try:
-            compile_pattern(pattern)
-        except re.error as exc:
-            raise UsageError(
-                f"--kernel {pattern!r} is not a valid regular expression: {exc}"
-            ) from exc
-        except UnsafePattern as exc:
-            raise UsageError(f"--kernel {pattern!r} {exc}") from exc
+        checked(pattern, "--kernel")
     # Each name once: a capture repeats a few names over thousands of launches.
     picked: dict[str, bool] = {}
     for la in launches:

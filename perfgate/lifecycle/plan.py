@@ -37,6 +37,7 @@ from perfgate.baseline.model import (
     ProgramBaseline,
 )
 from perfgate.baseline.selection import assign
+from perfgate.common import patterns as user_patterns
 from perfgate.common.errors import UsageError
 from perfgate.identity.grouping import KernelGroup, group_launches, new_ids
 from perfgate.identity.matching import SPLIT, match, pick_work
@@ -295,7 +296,10 @@ def _added(kernels: Sequence[KernelBaseline]) -> list[KernelEdit]:
 
 
 def _selected(patterns: Sequence[str], verdict: KernelVerdict) -> bool:
-    return any(re.search(p, verdict.kernel) or re.search(p, verdict.name) for p in patterns)
+    return any(
+        user_patterns.search(p, verdict.kernel) or user_patterns.search(p, verdict.name)
+        for p in patterns
+    )
 
 
 def plan_accept(
@@ -303,6 +307,8 @@ def plan_accept(
 ) -> EditPlan:
     """The kernels named by `patterns` (regexes over id and name), or by default every kernel
     that regressed or went missing, take the values of the captures."""
+    for pattern in patterns:
+        user_patterns.checked(pattern, "--kernel")
     capture = _for_gpu(baseline, capture)
     result, fresh, added, classes = _fresh(baseline, capture)
     edits: list[KernelEdit] = []

@@ -49,10 +49,23 @@ def _provenance_line(v: BaselineView) -> str:
     return "; ".join(parts)
 
 
+def _rules_text(rules: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{what} {text}" for what, text in rules)
+
+
 def _metric_text(m: MetricView) -> str:
     hand = " (hand-set)" if m.hand_set else ""
     bound = "" if m.bound == "categorical" else f" {m.bound}{hand}"
-    return f"{m.name} {value(m.value, m.unit)}{bound}"
+    shown = value(m.value, m.unit)
+    exact = _exact(m.value)
+    if exact not in shown.replace(",", ""):  # rounded for reading: the recorded value too
+        shown += f" ({exact})"
+    rules = f"; {_rules_text(m.rules)}" if m.rules else ""
+    return f"{m.name} {shown}{bound}{rules}"
+
+
+def _exact(v: float | str) -> str:
+    return v if isinstance(v, str) else f"{v:.12g}"
 
 
 def _history_text(h: HistoryEntry) -> str:
@@ -69,6 +82,7 @@ def show_text(v: BaselineView) -> str:
     if shown != v.total_kernels:
         head += f" ({shown} shown)"
     lines = [head, f"  {_provenance_line(v)}"]
+    lines.extend(f"  {what}: {text}" for what, text in v.rules)
     for k in v.kernels:
         launches = (
             f", {k.launches} launch{'es' if k.launches != 1 else ''} per run"
@@ -76,6 +90,7 @@ def show_text(v: BaselineView) -> str:
             else ""
         )
         lines.extend(("", f"{k.id}{launches}"))
+        lines.extend(f"  {what}: {text}" for what, text in k.rules)
         lines.extend(_wrapped([_metric_text(m) for m in k.metrics]))
         lines.extend(f"  history: {_history_text(h)}" for h in k.history)
     return log_text(lines)
@@ -101,10 +116,14 @@ def show_markdown(v: BaselineView) -> str:
         f"### Baseline {code(v.path)}\n\n",
         f"{cell(_fingerprint_line(v))}; {v.total_kernels} kernels. "
         f"{cell(_provenance_line(v))}.\n\n",
-        "| kernel | launches/run | gated values (bound) |\n|---|---|---|\n",
+        *(f"- {cell(what)}: {cell(text)}\n" for what, text in v.rules),
+        "\n| kernel | launches/run | gated values (bound) |\n|---|---|---|\n",
     ]
     for k in v.kernels:
-        values = "<br>".join(cell(_metric_text(m)) for m in k.metrics)
+        values = "<br>".join(
+            [*(cell(f"{what}: {text}") for what, text in k.rules)]
+            + [cell(_metric_text(m)) for m in k.metrics]
+        )
         out.append(f"| {code(k.id)} | {'' if k.launches is None else k.launches} | {values} |\n")
     history = [(k.id, h) for k in v.kernels for h in k.history]
     if history:
@@ -123,6 +142,7 @@ def _change_text(c: MetricChange) -> str:
         text += f" ({c.relative:+.1%})"
     if c.bound_before != c.bound_after:
         text += f"; bound {c.bound_before} -> {c.bound_after}"
+    text += "".join(f"; {what} {a} -> {b}" for what, a, b in c.rules)
     return text
 
 
@@ -136,11 +156,13 @@ def _kernel_lines(k: KernelChange, fmt: Callable[[str], str], all_values: bool) 
         lines.append(fmt(f"    identity: {k.match[0]} -> {k.match[1]}"))
     if k.launches:
         lines.append(fmt(f"    launches per run: {k.launches[0]} -> {k.launches[1]}"))
+    lines.extend(fmt(f"    {what}: {a} -> {b}") for what, a, b in k.rules)
     beyond = [c for c in k.metrics if c.beyond or all_values]
     lines.extend(fmt(f"    {_change_text(c)}") for c in beyond)
     within = len(k.metrics) - len(beyond)
     if within:
-        lines.append(fmt(f"    ({within} more values moved within their bounds; --all lists them)"))
+        more = f"{within} more changed within their bounds, the gate as it was"
+        lines.append(fmt(f"    ({more}; --all lists them)"))
     lines.extend(fmt(f"    {_history_text(h)}") for h in k.history)
     return lines
 
@@ -156,14 +178,14 @@ def _summary(d: BaselineDiff) -> str:
     if d.fingerprint:
         parts.append("fingerprint changed")
     if d.thresholds:
-        parts.append(f"{len(d.thresholds)} file-level thresholds changed")
+        parts.append(f"{len(d.thresholds)} file-level settings changed")
     return f"{d.before} -> {d.after}: {', '.join(parts)}"
 
 
 def diff_text(d: BaselineDiff, all_values: bool = False) -> str:
     lines = [_summary(d)]
     lines.extend(f"  fingerprint {f}: {a} -> {b}" for f, a, b in d.fingerprint)
-    lines.extend(f"  thresholds.{m}: {a} -> {b}" for m, a, b in d.thresholds)
+    lines.extend(f"  {m}: {a} -> {b}" for m, a, b in d.thresholds)
     for k in d.kernels:
         lines.extend(_kernel_lines(k, lambda s: s, all_values))
     return log_text(lines)
@@ -174,7 +196,7 @@ def diff_markdown(d: BaselineDiff, all_values: bool = False) -> str:
     out.extend(
         f"- fingerprint {cell(f)}: {cell(str(a))} → {cell(str(b))}\n" for f, a, b in d.fingerprint
     )
-    out.extend(f"- thresholds.{cell(m)}: {cell(a)} → {cell(b)}\n" for m, a, b in d.thresholds)
+    out.extend(f"- {cell(m)}: {cell(a)} → {cell(b)}\n" for m, a, b in d.thresholds)
     if d.kernels:
         out.append("\n```diff\n")
         for k in d.kernels:
