@@ -95,7 +95,11 @@ def run_check(request: CheckRequest) -> Report:
         check(
             a.baseline,
             a.capture,
-            CheckSettings(report_new_kernels=request.report_new_kernels, extra_warnings=a.warnings),
+            CheckSettings(
+                report_new_kernels=request.report_new_kernels,
+                extra_warnings=a.warnings,
+                other_scope=a.other_scope,
+            ),
         )
         for a in plan.assignments
     )

@@ -26,7 +26,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from perfgate.baseline.fingerprint import Fingerprint
 from perfgate.baseline.model import (
@@ -49,7 +49,7 @@ from perfgate.lifecycle.program import record_program
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
 from perfgate.metrics.thresholds import ThresholdOverride
-from perfgate.verdicts.check import CheckSettings, check
+from perfgate.verdicts.check import SCOPED_METRICS, CheckSettings, check
 from perfgate.verdicts.model import CheckResult, KernelVerdict
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
@@ -226,12 +226,14 @@ def _moved(verdict: KernelVerdict) -> dict[str, float | str]:
 
 
 def _fresh(
-    baseline: Baseline, capture: Capture
+    baseline: Baseline, capture: Capture, other_scope: str = ""
 ) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline]]:
     """The check of the captures against the baseline, each baselined kernel recorded afresh
     from the launches the check gave it (with the metrics the file gates for it), and the
     kernels new to the baseline recorded with the default set."""
-    result = check(baseline, capture, CheckSettings(report_new_kernels=True))
+    result = check(
+        baseline, capture, CheckSettings(report_new_kernels=True, other_scope=other_scope)
+    )
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
     fresh: dict[str, KernelBaseline] = {}
@@ -245,7 +247,7 @@ def _fresh(
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, entry.id, names, capture)
         if kernel is not None:
-            fresh[entry.id] = kernel
+            fresh[entry.id] = _in_scope(kernel) if other_scope else kernel
     cc = next((la.cc for la in capture.launches if la.cc), None)
     ids = readable_ids([g.key for g in matching.unclaimed])
     added = []
@@ -254,15 +256,26 @@ def _fresh(
             group, ids[group.key], default_metrics(capture.columns, cc), capture
         )
         if kernel is not None:
-            added.append(kernel)
+            added.append(_in_scope(kernel) if other_scope else kernel)
     return result, fresh, added
 
 
-def _for_gpu(baseline: Baseline, capture: Capture) -> Capture:
-    """The captures' launches on the baseline's GPU; launches from another GPU are refused
-    (a baseline takes values from its own GPU only)."""
+def _for_gpu(baseline: Baseline, capture: Capture) -> tuple[Capture, str]:
+    """The captures' launches on the baseline's GPU (launches from another GPU are refused:
+    a baseline takes values from its own GPU only), and why their launch counts do not
+    compare with the baseline's ("" when they do)."""
     plan = assign([baseline], [True], capture)
-    return plan.assignments[0].capture
+    return plan.assignments[0].capture, plan.assignments[0].other_scope
+
+
+def _in_scope(kernel: KernelBaseline) -> KernelBaseline:
+    """A kernel recorded from a capture of another scope less its launch counts: they are
+    not the baseline's to take (the ratchet, accept and update leave them as they are)."""
+    return replace(
+        kernel,
+        launches=None,
+        metrics=tuple(m for m in kernel.metrics if m.name not in SCOPED_METRICS),
+    )
 
 
 def _taken(verdict: KernelVerdict, action: Action, kernel: KernelBaseline) -> KernelEdit:
@@ -284,8 +297,8 @@ def plan_accept(
 ) -> EditPlan:
     """The kernels named by `patterns` (regexes over id and name), or by default every kernel
     that regressed or went missing, take the values of the captures."""
-    capture = _for_gpu(baseline, capture)
-    result, fresh, added = _fresh(baseline, capture)
+    capture, other_scope = _for_gpu(baseline, capture)
+    result, fresh, added = _fresh(baseline, capture, other_scope)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -326,8 +339,8 @@ def plan_update(
     add_new: bool = True,
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept."""
-    capture = _for_gpu(baseline, capture)
-    result, fresh, added = _fresh(baseline, capture)
+    capture, other_scope = _for_gpu(baseline, capture)
+    result, fresh, added = _fresh(baseline, capture, other_scope)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -369,6 +382,9 @@ def plan_update(
     fingerprint = (
         None if ratchet else capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
     )
+    if fingerprint is not None and other_scope:
+        # The launch counts were not taken: the baseline's stay, and with them its scope.
+        fingerprint = replace(fingerprint, scope=baseline.gpu.scope)
     fresh_program = record_program(capture)
     program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
     return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)
