@@ -106,6 +106,13 @@ def captures() -> dict[str, bytes | str]:
         "two-pages-import.csv": "".join(lines[at:]) * 2,
         # The program prints a CSV table of its own before ncu's page: not taken for the header.
         "program-table-first.csv": "step,loss\n1,0.5\n2,0.25\n" + good,
+        # A sidecar whose scope (issue 25: which launches ncu profiled) or ncu command is not
+        # what perfgate capture writes: refused naming the sidecar, never guessed at. The
+        # sidecars are in the listing too, each refused as a capture of its own.
+        "scope-not-a-string.csv": good,
+        "scope-not-a-string.csv.meta.json": '{"perfgate_capture": 1, "scope": 3}\n',
+        "command-not-a-list.csv": good,
+        "command-not-a-list.csv.meta.json": '{"perfgate_capture": 1, "command": "ncu -c 3"}\n',
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
@@ -218,6 +225,8 @@ def baselines() -> dict[str, str | bytes]:
         # `.nan` passes every comparison: a threshold of it could never regress.
         "nan-threshold.yaml": minimal.replace("max: 16}", "max: 16, threshold: {relative: .nan}}"),
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
+        # A fingerprint's scope that is not text (issue 25).
+        "scope-not-text.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, scope: [1]}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
