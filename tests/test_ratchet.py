@@ -283,3 +283,18 @@ def test_launched_less_often_gives_the_lever_for_fewer_launches(tmp_path: Path) 
     for cause in causes:
         assert "redundant launch" not in cause["lever"]
         assert "--launch-count" in cause["lever"] and "accept" in cause["lever"]
+
+
+def test_an_update_records_the_scope_of_a_baseline_that_had_none(tmp_path: Path) -> None:
+    from tests.conftest import ROOT
+
+    capture = _scoped_capture(tmp_path, "--launch-count", "10")
+    baseline = tmp_path / "zoo.yaml"
+    baseline.write_text((ROOT / "baselines" / "h100" / "zoo.yaml").read_text())
+    cli_ok("baseline", "update", "-b", str(baseline), "-c", str(capture), "--reason", "scoped")
+    after = load_baseline(str(baseline))
+    assert after.gpu.scope == "--launch-count 10"
+    assert {k.launches for k in after.kernels} == {1}
+    # Updated once more from the same scope: nothing of another scope is left to skip.
+    cli_ok("baseline", "update", "--ratchet", "-b", str(baseline), "-c", str(capture))
+    assert load_baseline(str(baseline)).gpu.scope == "--launch-count 10"

@@ -340,6 +340,11 @@ def plan_update(
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept."""
     capture, other_scope = _for_gpu(baseline, capture)
+    if not ratchet and baseline.gpu.scope is None:
+        # A baseline of unknown scope (recorded before scopes were kept) is re-recorded whole
+        # by an update, launch counts and the captures' scope with them. A ratchet takes only
+        # improvements, and fewer launches of another scope are none.
+        other_scope = ""
     result, fresh, added = _fresh(baseline, capture, other_scope)
     edits: list[KernelEdit] = []
     left: list[str] = []
