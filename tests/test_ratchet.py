@@ -223,6 +223,7 @@ def test_a_ratchet_never_tightens_launches_from_a_capture_of_another_scope(
     for old, new in zip(before["kernels"], after["kernels"], strict=True):
         assert new.get("launches") == old.get("launches"), new["id"]
         assert new["metrics"]["launches"] == old["metrics"]["launches"], new["id"]
+    assert after["program"] == before["program"]  # a sum over the launches: not taken either
     # The unchanged build, captured whole, still passes against the ratcheted baseline.
     from click.testing import CliRunner
 
@@ -255,6 +256,8 @@ def test_launches_of_another_scope_are_skipped_with_the_reason(tmp_path: Path) -
     assert "--launch-count 10 --nvtx-include step/" in skipped[0]["message"]
     assert not any(c["mechanism"] == "launch-count" for k in kernels for c in k["causes"])
     assert any("scope" in w for w in doc["results"][0]["warnings"])
+    program = doc["results"][0]["program"]
+    assert program["state"] == "skipped" and "--launch-count 10" in program["reason"]
 
 
 def test_launched_less_often_gives_the_lever_for_fewer_launches(tmp_path: Path) -> None:

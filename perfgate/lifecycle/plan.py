@@ -323,7 +323,8 @@ def plan_accept(
             f"no kernel {what}: nothing to accept (perfgate check shows what changed)",
             baseline.path,
         )
-    return EditPlan(tuple(edits), None, tuple(left), result, record_program(capture))
+    program = record_program(capture) if not other_scope else None  # a sum over launches
+    return EditPlan(tuple(edits), None, tuple(left), result, program)
 
 
 def _ratcheted(baseline: Baseline, fresh: ProgramBaseline | None) -> ProgramBaseline | None:
@@ -390,6 +391,6 @@ def plan_update(
     if fingerprint is not None and other_scope:
         # The launch counts were not taken: the baseline's stay, and with them its scope.
         fingerprint = replace(fingerprint, scope=baseline.gpu.scope)
-    fresh_program = record_program(capture)
+    fresh_program = record_program(capture) if not other_scope else None
     program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
     return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)

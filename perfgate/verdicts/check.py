@@ -45,7 +45,7 @@ from perfgate.metrics.measure import (
 )
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
-from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
+from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program
 
 
@@ -716,5 +716,20 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
-        program=judge_program(baseline, capture, new_launches, missing),
+        program=_program(baseline, capture, new_launches, missing, settings.other_scope),
     )
+
+
+def _program(
+    baseline: Baseline,
+    capture: Capture,
+    new_launches: list[Launch],
+    missing: list[KernelBaseline],
+    other_scope: str,
+) -> ProgramVerdict | None:
+    """The whole-program time, a sum over the captured launches: of another scope it is
+    skipped with the reason, like the kernels' launch counts."""
+    program = judge_program(baseline, capture, new_launches, missing)
+    if program is None or not other_scope or program.state is KernelState.SKIPPED:
+        return program
+    return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {other_scope}")
