@@ -46,7 +46,9 @@ def _error(message: str, title: str = "perfgate action") -> int:
     # A workflow command and a plain line: the first is the annotation, the second the log.
     escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     print(f"::error title={title}::{escaped}", flush=True)
-    print(f"perfgate action: error: {message}", file=sys.stderr, flush=True)
+    # One line: a line of a command's output quoted in `message` never starts a line here.
+    plain = " | ".join(message.splitlines())
+    print(f"perfgate action: error: {plain}", file=sys.stderr, flush=True)
     return USAGE_ERROR
 
 
