@@ -226,7 +226,34 @@ def run() -> None:
     os._exit(code)
 
 
-@main.command("check")
+class _MachineFormatCommand(click.Command):
+    """A command whose stdout is a machine format when asked (--format json|junit|github),
+    even when its own arguments are refused (exit 2): an error document, not nothing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        asked = _asked_format(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if asked is not None:
+                _problem_stdout(asked, (exc.format_message(),), ExitCode.INPUT_ERROR)
+            raise
+
+
+def _asked_format(args: list[str]) -> str | None:
+    """The --format value among `args` (the last one given), None when not given."""
+    asked = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--format" and i + 1 < len(args):
+            asked = args[i + 1]
+        elif arg.startswith("--format="):
+            asked = arg.partition("=")[2]
+    return asked
+
+
+@main.command("check", cls=_MachineFormatCommand)
 @click.option(
     "--baseline",
     "-b",

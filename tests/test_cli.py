@@ -448,6 +448,9 @@ def test_json_and_junit_stdout_for_unusable_input(tmp_path: Path) -> None:
     assert as_junit.returncode == 2
     error = ET.fromstring(as_junit.stdout).find(".//testcase/error")
     assert error is not None and error.get("message") == f"{empty}: the file is empty"
+    usage = perfgate("check", "-c", str(empty), "--format", "json")  # no --baseline
+    assert usage.returncode == 2 and "--baseline" in json.loads(usage.stdout)["problems"][0]
+    assert "Missing option" in usage.stderr
     passing = perfgate(
         "check", "-b", ZOO, "-c", str(data("zoo-good-short-run2.csv")), "--format", "json"
     )
