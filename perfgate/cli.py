@@ -60,6 +60,13 @@ def _fail(lines: list[str], code: ExitCode) -> None:
     sys.exit(int(code))
 
 
+def _internal_error(exc: Exception) -> str:
+    return (
+        f"internal error: {type(exc).__name__}: {exc} "
+        f"(a bug in perfgate {__version__}; --debug shows the traceback)"
+    )
+
+
 def _guard(fn: F) -> F:
     """Turn perfgate's errors into one line and an exit code; a bug into exit 3."""
 
@@ -77,13 +84,7 @@ def _guard(fn: F) -> F:
         except Exception as exc:  # a bug: say so, without a traceback unless asked
             if debug:
                 traceback.print_exc()
-            _fail(
-                [
-                    f"internal error: {type(exc).__name__}: {exc} "
-                    f"(a bug in perfgate {__version__}; --debug shows the traceback)"
-                ],
-                ExitCode.INTERNAL_ERROR,
-            )
+            _fail([_internal_error(exc)], ExitCode.INTERNAL_ERROR)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
@@ -241,7 +242,34 @@ def run() -> None:
     os._exit(code)
 
 
-@main.command("check")
+class _MachineFormatCommand(click.Command):
+    """A command whose stdout is a machine format when asked (--format json|junit|github),
+    even when its own arguments are refused (exit 2): an error document, not nothing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        asked = _asked_format(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if asked is not None:
+                _problem_stdout(asked, (exc.format_message(),), ExitCode.INPUT_ERROR)
+            raise
+
+
+def _asked_format(args: list[str]) -> str | None:
+    """The --format value among `args` (the last one given), None when not given."""
+    asked = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--format" and i + 1 < len(args):
+            asked = args[i + 1]
+        elif arg.startswith("--format="):
+            asked = arg.partition("=")[2]
+    return asked
+
+
+@main.command("check", cls=_MachineFormatCommand)
 @click.option(
     "--baseline",
     "-b",
@@ -334,28 +362,43 @@ def check_command(
     from perfgate.judge.policy import parse_fail_on
 
     settings = _settings()
-    command = CheckCommand(
-        CheckRequest(
-            baselines,
-            captures,
-            report_new_kernels=not no_new_kernels,
-            allow_other_gpu=allow_other_gpu,
-        ),
-        policy=parse_fail_on("never" if warn_only else fail_on),
-        reports=ReportPaths(junit_path, markdown_path, json_path, pr_comment_path),
-        github=github,
-        junit_locations=junit_locations,
-        fmt=fmt,
-        verbose=verbose,
-        quiet=settings.quiet,
-        colour=settings.colour,
-    )
-    outcome = run_check_command(command, github_environment(), _to_stderr)
+    try:
+        command = CheckCommand(
+            CheckRequest(
+                baselines,
+                captures,
+                report_new_kernels=not no_new_kernels,
+                allow_other_gpu=allow_other_gpu,
+            ),
+            policy=parse_fail_on("never" if warn_only else fail_on),
+            reports=ReportPaths(junit_path, markdown_path, json_path, pr_comment_path),
+            github=github,
+            junit_locations=junit_locations,
+            fmt=fmt,
+            verbose=verbose,
+            quiet=settings.quiet,
+            colour=settings.colour,
+        )
+        outcome = run_check_command(command, github_environment(), _to_stderr)
+    except PerfgateError as exc:
+        _problem_stdout(fmt, tuple(exc.lines()), exc.exit_code)
+        raise  # _guard says it on stderr and exits with its code
+    except Exception as exc:  # a bug: stdout stays the format asked for all the same
+        _problem_stdout(fmt, (_internal_error(exc),), ExitCode.INTERNAL_ERROR)
+        raise
     # click strips escape codes from what is not a terminal unless told: colour was decided.
     _show(outcome.stdout, colour=settings.colour and fmt == "text")
     if outcome.policy_note:
         _say(outcome.policy_note, err=True)
     sys.exit(int(outcome.exit_code))
+
+
+def _problem_stdout(fmt: str, problems: tuple[str, ...], code: ExitCode) -> None:
+    from perfgate.gate import problem_stdout
+
+    text = problem_stdout(fmt, problems, code)
+    if text is not None:
+        click.echo(text, nl=False)
 
 
 def _to_stderr(text: str) -> None:

@@ -97,7 +97,11 @@ def run_check(request: CheckRequest) -> Report:
         check(
             a.baseline,
             a.capture,
-            CheckSettings(report_new_kernels=request.report_new_kernels, extra_warnings=a.warnings),
+            CheckSettings(
+                report_new_kernels=request.report_new_kernels,
+                extra_warnings=a.warnings,
+                other_scope=a.other_scope,
+            ),
         )
         for a in plan.assignments
     )
@@ -660,6 +664,29 @@ def stdout_report(report: Report, command: CheckCommand, workspace: str) -> str:
     from perfgate.reports import REPORTERS
 
     return REPORTERS[command.fmt].render(report)
+
+
+def problem_stdout(fmt: str, problems: tuple[str, ...], code: ExitCode) -> str | None:
+    """What stdout shows in a machine format (json, junit, github) when the check stopped on
+    unusable input or a bug: an error document with the message and the exit code, so that
+    stdout is that format whatever the exit code. None for the human formats (stderr says it)."""
+    problem = Report(problems=problems)
+    if fmt == "json":
+        import json
+
+        from perfgate.reports.json_report import to_dict
+
+        document = {**to_dict(problem), "status": "error", "exit_code": int(code)}
+        return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    if fmt == "junit":
+        from perfgate.reports import junit
+
+        return junit.render(problem)
+    if fmt == "github":
+        from perfgate.reports import github as github_report
+
+        return github_report.render(problem)
+    return None
 
 
 def policy_note(report: Report, code: ExitCode, policy: frozenset[FailOn]) -> str | None:

@@ -8,9 +8,16 @@ split into arguments with shlex. perfgate itself writes the annotations, the ste
 the step outputs ($GITHUB_OUTPUT); this script adds `captures` (the files gated) and exits
 with perfgate's exit code.
 
+When something fails before `perfgate check` has said so (inputs that cannot be planned, a
+capture that fails, a check that stops without writing its outputs), this script does what the
+check would have: an `::error` annotation carrying the cause (the failing command's own error
+lines), `verdict=error` and the exit code as outputs, and the reports asked for (JUnit,
+markdown, JSON, pull-request comment, step summary) saying what went wrong.
+
 Inputs (environment): PERFGATE (the perfgate executable), PERFGATE_BASELINE, PERFGATE_CAPTURES,
 PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_CAPTURE_ARGS, PERFGATE_JUNIT,
-PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_ARGS.
+PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_ARGS,
+PERFGATE_STEP_SUMMARY ("false": no step summary).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 USAGE_ERROR = 2
 _GLOB = set("*?[")
@@ -52,13 +60,111 @@ def shown(argv: Sequence[str]) -> str:
     return " ".join(_quoted(arg) for arg in argv)
 
 
-def _error(message: str) -> int:
+INTERNAL_ERROR = 3
+_CAUSE_LINES = 5  # of a failing command's stderr, into its annotation
+
+
+def _error(message: str, title: str = "perfgate action") -> int:
     # A workflow command and a plain line: the first is the annotation, the second the log.
     escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    print(f"::error title=perfgate action::{escaped}", flush=True)
-    line = "".join(ch if ch.isprintable() else _quoted(ch)[2:-1] for ch in message)
+    print(f"::error title={title}::{escaped}", flush=True)
+    # One line: a line of a command's output quoted in `message` never starts a line here,
+    # and a control, bidi or zero-width character in it is shown escaped.
+    plain = " | ".join(message.splitlines())
+    line = "".join(ch if ch.isprintable() else _quoted(ch)[2:-1] for ch in plain)
     print(f"perfgate action: error: {line}", file=sys.stderr, flush=True)
     return USAGE_ERROR
+
+
+def step_summary_on(env: Mapping[str, str]) -> bool:
+    return env.get("PERFGATE_STEP_SUMMARY", "").strip().lower() not in ("false", "no", "off", "0")
+
+
+def cause(stderr: Sequence[str]) -> str:
+    """Why a command failed, from its stderr: perfgate's own error lines when it wrote any
+    (the program's output comes before them), else the first lines."""
+    errors = [
+        line[len("perfgate: error: ") :] for line in stderr if line.startswith("perfgate: error: ")
+    ]
+    lines = errors or [line for line in stderr if line.strip()]
+    return "\n".join(line.rstrip() for line in lines[:_CAUSE_LINES])
+
+
+def fail(env: Mapping[str, str], message: str, code: int, title: str = "perfgate action") -> int:
+    """Say a failure as `perfgate check` says unusable input: the annotation, the reports
+    asked for, and the step outputs with verdict=error. Returns the exit code (2, or 3 for a
+    bug in perfgate)."""
+    code = INTERNAL_ERROR if code == INTERNAL_ERROR else USAGE_ERROR
+    _error(message, title)
+    try:
+        _write_problem(env, message, code)
+    except Exception as exc:  # perfgate missing or broken: the outputs at least
+        print(f"perfgate action: the reports could not be written: {exc}", file=sys.stderr)
+        _output(env, "verdict", "error")
+        _output(env, "exit-code", str(code))
+    return code
+
+
+def _write_problem(env: Mapping[str, str], message: str, code: int) -> None:
+    from perfgate.common.errors import ExitCode, PerfgateError
+    from perfgate.common.fileio import check_outputs
+    from perfgate.gate import ReportOutputs, write_reports, write_step_outputs
+    from perfgate.verdicts.model import Report
+
+    # Never a report over one of the inputs (perfgate check refuses those too).
+    inputs = [*_lines(env.get("PERFGATE_BASELINE", "")), *_lines(env.get("PERFGATE_CAPTURES", ""))]
+    paths: dict[str, str | None] = {}
+    for name in ("junit", "markdown", "json", "pr_comment"):
+        path = env.get(f"PERFGATE_{name.upper()}", "").strip() or None
+        try:
+            check_outputs([path], inputs)
+        except PerfgateError:
+            path = None
+        paths[name] = path
+    summary = env.get("GITHUB_STEP_SUMMARY") if step_summary_on(env) else None
+    outputs = ReportOutputs(
+        **paths,
+        step_summary=summary or None,
+        github_output=env.get("GITHUB_OUTPUT") or None,
+        repository_root=env.get("GITHUB_WORKSPACE") or str(Path.cwd()),
+    )
+    problem = Report(problems=(message,))
+    try:
+        write_reports(problem, outputs)
+    except PerfgateError as exc:  # a report that cannot be written: the outputs still are
+        print(f"perfgate action: {'; '.join(exc.lines())}", file=sys.stderr)
+    write_step_outputs(problem, outputs, ExitCode(code))
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, list[str]]:
+    """Run a command, its stderr passed through to the log as it comes and kept."""
+    kept: list[str] = []
+    with subprocess.Popen(
+        argv, stderr=subprocess.PIPE, text=True, errors="replace", env=dict(env)
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if len(kept) < 1000 or line.startswith("perfgate: error: "):
+                kept.append(line.rstrip("\n"))
+    return proc.returncode, kept
+
+
+def _wrote_verdict(env: Mapping[str, str], before: int) -> bool:
+    path = env.get("GITHUB_OUTPUT")
+    if not path or not os.path.exists(path):  # noqa: PTH110
+        return False
+    with open(path, encoding="utf-8", errors="replace") as fh:  # noqa: PTH123
+        fh.seek(before)
+        return any(line.startswith("verdict=") for line in fh)
+
+
+def _size(path: str | None) -> int:
+    try:
+        return os.path.getsize(path) if path else 0  # noqa: PTH202
+    except OSError:
+        return 0
 
 
 def expand(patterns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -141,21 +247,35 @@ def _output(env: Mapping[str, str], name: str, value: str) -> None:
 def main(env: Mapping[str, str] = os.environ) -> int:
     planned = commands(env)
     if isinstance(planned, str):
-        return _error(planned)
+        return fail(env, planned, USAGE_ERROR)
     runs, captures = planned
     _output(env, "captures", " ".join(captures))
+    child = dict(env)
+    if not step_summary_on(env):
+        child.pop("GITHUB_STEP_SUMMARY", None)  # perfgate writes none without it
     code = 0
     for argv in runs:
         capture = argv[1] == "capture"
         if capture:  # the program's own output, folded away in the log
             print("::group::perfgate capture", flush=True)
         print("$ " + shown(["perfgate", *argv[1:]]), flush=True)
-        code = subprocess.run(argv, check=False).returncode
+        before = _size(env.get("GITHUB_OUTPUT"))
+        try:
+            code, stderr = _run(argv, child)
+        except OSError as exc:  # perfgate itself cannot be started
+            if capture:
+                print("::endgroup::", flush=True)
+            return fail(env, f"cannot run {argv[0]}: {exc.strerror or exc}", USAGE_ERROR)
         if capture:
             print("::endgroup::", flush=True)
             if code != 0:
-                _error(f"perfgate capture exited {code}: see its output above")
-                return code
+                why = cause(stderr) or "it wrote no error line (its log is above)"
+                return fail(env, f"perfgate capture exited {code}: {why}", code,
+                            "perfgate capture failed")  # fmt: skip
+        elif code not in (0, 1) and not _wrote_verdict(env, before):
+            # The check stopped before it could say so itself (a bug, a crash).
+            why = cause(stderr) or "it wrote no error line"
+            return fail(env, f"perfgate check exited {code}: {why}", code)
     return code
 
 

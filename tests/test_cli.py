@@ -428,3 +428,30 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout == "perfgate b" or len(proc.stdout) == 10
     assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr
+
+
+def test_json_and_junit_stdout_for_unusable_input(tmp_path: Path) -> None:
+    # docs/ci.md: `--format json` on stdout is always JSON, whatever the exit code; JUnit too.
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    as_json = perfgate("check", "-b", ZOO, "-c", str(empty), "--format", "json")
+    assert as_json.returncode == 2
+    doc = json.loads(as_json.stdout)
+    assert doc["status"] == "error" and doc["exit_code"] == 2
+    assert doc["problems"] == [f"{empty}: the file is empty"]
+    assert as_json.stderr.strip() == f"perfgate: error: {empty}: the file is empty"
+    bad_policy = perfgate(
+        "check", "-b", ZOO, "-c", str(empty), "--format", "json", "--fail-on", "x"
+    )
+    assert bad_policy.returncode == 2 and json.loads(bad_policy.stdout)["exit_code"] == 2
+    as_junit = perfgate("check", "-b", ZOO, "-c", str(empty), "--format", "junit")
+    assert as_junit.returncode == 2
+    error = ET.fromstring(as_junit.stdout).find(".//testcase/error")
+    assert error is not None and error.get("message") == f"{empty}: the file is empty"
+    usage = perfgate("check", "-c", str(empty), "--format", "json")  # no --baseline
+    assert usage.returncode == 2 and "--baseline" in json.loads(usage.stdout)["problems"][0]
+    assert "Missing option" in usage.stderr
+    passing = perfgate(
+        "check", "-b", ZOO, "-c", str(data("zoo-good-short-run2.csv")), "--format", "json"
+    )
+    assert passing.returncode == 0 and json.loads(passing.stdout)["exit_code"] == 0

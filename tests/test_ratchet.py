@@ -171,3 +171,133 @@ def test_a_bound_calibrated_around_zero_is_perfgates_to_replace(recorded: Path) 
         assert threshold_is_perfgates(metric), metric.calibration
         edited = replace(metric, threshold=replace(metric.threshold, absolute=0.25))
         assert not threshold_is_perfgates(edited)  # a hand edit of it still stays
+
+
+# ------------------------------------------------------------ the capture's scope (issue 25)
+
+
+def _first_launches(source: Path, target: Path) -> None:
+    """`source` as a capture scoped to one launch per kernel (ncu --launch-count): the
+    pre-amble and header rows, then each kernel's first launch."""
+    import csv
+
+    lines = source.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(lines[start:]))
+    name = rows[0].index("Kernel Name")
+    seen: set[str] = set()
+    kept = lines[: start + 2]  # the names and units rows
+    for line, row in zip(lines[start + 2 :], rows[2:], strict=True):
+        if row[name] not in seen:
+            seen.add(row[name])
+            kept.append(line)
+    target.write_text("".join(kept))
+
+
+def _scoped_capture(tmp_path: Path, *filters: str) -> Path:
+    import json
+
+    from tests.conftest import data
+
+    capture = tmp_path / "scoped.csv"
+    _first_launches(data("zoo-good-short-run1.csv"), capture)
+    command = ["ncu", "--clock-control", "none", *filters, "--export", "r", "./zoo_good", "-c"]
+    meta = {"perfgate_capture": 1, "command": command}
+    (tmp_path / "scoped.csv.meta.json").write_text(json.dumps(meta))
+    return capture
+
+
+def test_a_ratchet_never_tightens_launches_from_a_capture_of_another_scope(
+    tmp_path: Path,
+) -> None:
+    from perfgate.ingest.meta import read_meta
+    from tests.conftest import ROOT, data
+
+    capture = _scoped_capture(tmp_path, "--launch-count", "10")
+    assert read_meta(str(capture)).scope == "--launch-count 10"
+    baseline = tmp_path / "zoo.yaml"
+    baseline.write_text((ROOT / "baselines" / "h100" / "zoo.yaml").read_text())
+    before = yaml.safe_load(baseline.read_text())
+    cli_ok("baseline", "update", "--ratchet", "-b", str(baseline), "-c", str(capture))
+    after = yaml.safe_load(baseline.read_text())
+    for old, new in zip(before["kernels"], after["kernels"], strict=True):
+        assert new.get("launches") == old.get("launches"), new["id"]
+        assert new["metrics"]["launches"] == old["metrics"]["launches"], new["id"]
+    assert after["program"] == before["program"]  # a sum over the launches: not taken either
+    # The unchanged build, captured whole, still passes against the ratcheted baseline.
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+
+    good = data("zoo-good-short-run2.csv")
+    result = CliRunner().invoke(main, ["check", "-b", str(baseline), "-c", str(good)])
+    assert result.exit_code == 0, result.output
+
+
+def test_launches_of_another_scope_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+    from tests.conftest import ROOT
+
+    capture = _scoped_capture(tmp_path, "--launch-count", "10", "--nvtx-include", "step/")
+    result = CliRunner().invoke(
+        main,
+        ["check", "-b", str(ROOT / "baselines/h100/zoo.yaml"), "-c", str(capture),
+         "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    kernels = doc["results"][0]["kernels"]
+    skipped = [c for k in kernels for c in k["comparisons"] if c["metric"] == "launches"]
+    assert len(skipped) == 10 and {c["state"] for c in skipped} == {"skipped"}
+    assert "--launch-count 10 --nvtx-include step/" in skipped[0]["message"]
+    assert not any(c["mechanism"] == "launch-count" for k in kernels for c in k["causes"])
+    assert any("scope" in w for w in doc["results"][0]["warnings"])
+    program = doc["results"][0]["program"]
+    assert program["state"] == "skipped" and "--launch-count 10" in program["reason"]
+
+
+def test_launched_less_often_gives_the_lever_for_fewer_launches(tmp_path: Path) -> None:
+    # Without a sidecar the scope is unknown on both sides: the counts are compared.
+    import json
+
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+    from tests.conftest import ROOT, data
+
+    capture = tmp_path / "fewer.csv"
+    _first_launches(data("zoo-good-short-run1.csv"), capture)
+    result = CliRunner().invoke(
+        main,
+        ["check", "-b", str(ROOT / "baselines/h100/zoo.yaml"), "-c", str(capture),
+         "--format", "json"],
+    )  # fmt: skip
+    causes = [
+        c
+        for k in json.loads(result.stdout)["results"][0]["kernels"]
+        for c in k["causes"]
+        if c["title"] == "Launched less often"
+    ]
+    assert causes
+    for cause in causes:
+        assert "redundant launch" not in cause["lever"]
+        assert "--launch-count" in cause["lever"] and "accept" in cause["lever"]
+
+
+def test_an_update_records_the_scope_of_a_baseline_that_had_none(tmp_path: Path) -> None:
+    from tests.conftest import ROOT
+
+    capture = _scoped_capture(tmp_path, "--launch-count", "10")
+    baseline = tmp_path / "zoo.yaml"
+    baseline.write_text((ROOT / "baselines" / "h100" / "zoo.yaml").read_text())
+    cli_ok("baseline", "update", "-b", str(baseline), "-c", str(capture), "--reason", "scoped")
+    after = load_baseline(str(baseline))
+    assert after.gpu.scope == "--launch-count 10"
+    assert {k.launches for k in after.kernels} == {1}
+    # Updated once more from the same scope: nothing of another scope is left to skip.
+    cli_ok("baseline", "update", "--ratchet", "-b", str(baseline), "-c", str(capture))
+    assert load_baseline(str(baseline)).gpu.scope == "--launch-count 10"

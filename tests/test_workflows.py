@@ -504,3 +504,215 @@ def test_pre_commit_hooks() -> None:
     validate = hooks["perfgate-validate"]
     assert re.search(validate["files"], "baselines/h100/zoo.yaml")
     assert not re.search(validate["files"], "src/kernel.cu")
+
+
+# ------------------------------------------------------ the composite action, step by step
+#
+# An emulation of the runner: action.yml's steps in order, each `run:` script with bash as
+# GitHub runs it (`bash --noprofile --norc -eo pipefail FILE`), `${{ }}` in `env:` and the
+# outputs substituted, the inputs also as INPUT_*, and GITHUB_OUTPUT (one file a step),
+# GITHUB_STEP_SUMMARY and GITHUB_ENV files. A step that fails stops the steps after it.
+
+
+def _expression(text: str, inputs: dict[str, str], steps: dict[str, dict[str, str]]) -> str:
+    for operand in text.split("||"):  # `a || b`: the first that is not empty
+        operand = operand.strip()
+        if m := re.fullmatch(r"inputs\.([\w-]+)", operand):
+            value = inputs[m.group(1)]
+        elif m := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", operand):
+            value = steps.get(m.group(1), {}).get(m.group(2), "")
+        elif m := re.fullmatch(r"'([^']*)'", operand):
+            value = m.group(1)
+        else:
+            raise AssertionError(f"the emulation does not know {operand!r}")
+        if value:
+            return value
+    return ""
+
+
+def _substitute(text: str, inputs: dict[str, str], steps: dict[str, dict[str, str]]) -> str:
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _expression(m.group(1), inputs, steps), str(text))
+
+
+def _read_outputs(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    lines = iter(path.read_text().splitlines() if path.exists() else [])
+    for line in lines:
+        if "<<" in line and "=" not in line.split("<<", 1)[0]:
+            name, marker = line.split("<<", 1)
+            values[name] = "\n".join(iter(lambda: next(lines), marker))
+        else:
+            name, value = line.split("=", 1)
+            values[name] = value
+    return values
+
+
+class _ActionRun:
+    def __init__(self, outputs: dict[str, str], log: str, failed: str | None, tmp: Path):
+        self.outputs, self.log, self.failed = outputs, log, failed
+        self.summary = tmp / "step-summary.md"
+
+    def errors(self) -> list[str]:
+        return [line for line in self.log.splitlines() if line.startswith("::error")]
+
+
+def _emulate_action(tmp_path: Path, path: str = "", **given: str) -> _ActionRun:
+    doc = _load(ACTION)
+    inputs = {name: str(spec.get("default", "")) for name, spec in doc["inputs"].items()}
+    for name, value in given.items():
+        assert name.replace("_", "-") in inputs, name
+        inputs[name.replace("_", "-")] = value
+    runner = tmp_path / "runner"
+    runner.mkdir(exist_ok=True)
+    base = {
+        "PATH": f"{path}:{os.environ['PATH']}" if path else os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_WORKSPACE": str(ROOT),
+        "RUNNER_TEMP": str(runner),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md"),
+        "GITHUB_ENV": str(tmp_path / "github-env"),
+        **{f"INPUT_{k.upper()}": v for k, v in inputs.items()},
+    }
+    steps: dict[str, dict[str, str]] = {}
+    log, failed = "", None
+    for n, step in enumerate(doc["runs"]["steps"]):
+        if "uses" in step:  # actions/setup-python: only when python-version is given
+            assert step["if"] == "inputs.python-version != ''" and not inputs["python-version"]
+            continue
+        if (
+            failed
+            and "always()" not in step.get("if", "")
+            and "failure()" not in step.get("if", "")
+        ):
+            continue
+        assert step["shell"] == "bash"
+        script = tmp_path / f"step{n}.sh"
+        script.write_text(_substitute(step["run"], inputs, steps))
+        output = tmp_path / f"output{n}"
+        env = {**base, "GITHUB_OUTPUT": str(output)}
+        for name, value in (step.get("env") or {}).items():
+            env[name] = _substitute(value, inputs, steps)
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            capture_output=True, text=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        log += proc.stdout + proc.stderr
+        steps[step.get("id", str(n))] = _read_outputs(output)
+        if proc.returncode != 0:
+            failed = step.get("id", str(n))
+    outputs = {
+        name: _substitute(spec["value"], inputs, steps) for name, spec in doc["outputs"].items()
+    }
+    return _ActionRun(outputs, log, failed, tmp_path)
+
+
+def _installed(tmp_path: Path) -> None:
+    # The install step's virtual environment, as it is found already made (a job's second
+    # use of the action): its key is the install script's own.
+    spec = f"{ROOT}"
+    key = subprocess.run(
+        ["bash", "-c", 'printf "%s\\n%s\\n" "$1" "$2" | cksum | cut -d" " -f1', "-", spec,
+         "python3"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    bin_dir = tmp_path / "runner" / f"perfgate-venv-{key}" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, run in (("python", ""), ("perfgate", " -m perfgate")):
+        launcher = bin_dir / name
+        launcher.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}"{run} "$@"\n')
+        launcher.chmod(0o755)
+
+
+def test_the_action_passes_fails_and_errors(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    ok = _emulate_action(
+        tmp_path, baseline="baselines/h100/zoo.yaml",
+        captures=str(data("zoo-good-short-run2.csv")), junit=str(tmp_path / "ok.xml"),
+        markdown="", json="", pr_comment="",
+    )  # fmt: skip
+    assert ok.failed is None and ok.outputs["verdict"] == "pass", ok.log
+    assert ok.outputs["exit-code"] == "0" and ok.outputs["junit"] == str(tmp_path / "ok.xml")
+    assert ok.summary.read_text().startswith("### ✅ perfgate: PASSED")
+    ok.summary.unlink()
+    bad = _emulate_action(
+        tmp_path, baseline="baselines/h100/zoo.yaml",
+        captures=str(data("zoo-bad-short-run1.csv")), markdown="", json="", pr_comment="",
+        junit="", step_summary="false",
+    )  # fmt: skip
+    assert bad.failed == "gate" and bad.outputs["verdict"] == "fail"
+    assert bad.outputs["exit-code"] == "1" and bad.outputs["regressed"] == "8"
+    assert not bad.summary.exists()  # the step summary was not asked for
+    # Unusable: the captures input matches nothing. Still an error verdict, an annotation
+    # that says why, and the reports, the step summary among them.
+    junit = tmp_path / "error.xml"
+    unusable = _emulate_action(
+        tmp_path, baseline="baselines/h100/zoo.yaml", captures="none/*.csv",
+        junit=str(junit), markdown="", json=str(tmp_path / "error.json"), pr_comment="",
+    )  # fmt: skip
+    assert unusable.failed == "gate" and unusable.outputs["verdict"] == "error"
+    assert unusable.outputs["exit-code"] == "2"
+    assert unusable.errors() == ["::error title=perfgate action::no capture matches none/*.csv"]
+    error = ET.parse(junit).getroot().find(".//testcase/error")
+    assert error is not None and error.get("message") == "no capture matches none/*.csv"
+    assert "no capture matches none/" in unusable.summary.read_text()
+    assert "no capture matches" in (tmp_path / "error.json").read_text()
+
+
+def test_the_action_says_why_a_capture_failed(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    (fake / "ncu").write_text(
+        "#!/bin/sh\necho 'ncu: command not found: libcupti.so missing' >&2\nexit 1\n"
+    )
+    (fake / "ncu").chmod(0o755)
+    junit = tmp_path / "junit.xml"
+    run = _emulate_action(
+        tmp_path, path=str(fake), baseline="baselines/h100/zoo.yaml",
+        program="python3 -c 'print(1)'", capture_output=str(tmp_path / "cap" / "c.csv"),
+        junit=str(junit), markdown="", json="", pr_comment="",
+    )  # fmt: skip
+    assert run.failed == "gate" and run.outputs["verdict"] == "error", run.log
+    assert run.outputs["exit-code"] == "2"
+    (annotation,) = run.errors()
+    assert annotation.startswith("::error title=perfgate capture failed::")
+    assert "ncu exited with code 1" in annotation and "see its output above" not in annotation
+    assert "%0A" not in annotation or annotation.count("::") == 2  # one workflow command
+    error = ET.parse(junit).getroot().find(".//testcase/error")
+    assert error is not None and "ncu exited with code 1" in str(error.get("message"))
+    assert "ncu exited with code 1" in run.summary.read_text()
+
+
+def test_the_action_says_why_perfgate_could_not_be_installed(tmp_path: Path) -> None:
+    # A release that pip cannot install: its error, not a raw log, is the annotation.
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    (fake / "python3").write_text(
+        "#!/bin/bash\n"
+        'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; exit 0; fi\n'
+        "echo 'ERROR: Could not find a version that satisfies the requirement "
+        "perfgate==0.2.0 (from versions: none)' >&2\n"
+        "echo 'ERROR: No matching distribution found for perfgate==0.2.0' >&2\nexit 1\n"
+    )
+    (fake / "python3").chmod(0o755)
+    run = _emulate_action(
+        tmp_path, path=str(fake), baseline="baselines/h100/zoo.yaml",
+        captures=str(data("zoo-good-short-run2.csv")), perfgate_version="0.2.0",
+    )  # fmt: skip
+    assert run.failed == "install" and run.outputs["verdict"] == "error", run.log
+    assert run.outputs["exit-code"] == "2"
+    (annotation,) = run.errors()
+    assert annotation.startswith("::error title=perfgate action::could not install perfgate==0.2.0")
+    assert "No matching distribution found for perfgate==0.2.0" in annotation
+    assert "perfgate could not be installed" in run.summary.read_text()
+    refused = _emulate_action(
+        tmp_path,
+        baseline="baselines/h100/zoo.yaml",
+        perfgate_version="latest",
+        step_summary="false",
+    )
+    assert refused.outputs["verdict"] == "error" and refused.outputs["exit-code"] == "2"
+    assert "is not a version number" in refused.errors()[0]

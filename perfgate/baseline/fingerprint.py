@@ -17,6 +17,8 @@ from typing import Any
 from perfgate.common.errors import UsageError
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.ingest.meta import CaptureMeta, read_meta
+from perfgate.ingest.scope import ALL
+from perfgate.ingest.scope import differ as scope_differs
 
 GpuKey = tuple[str | None, str | None]  # (GPU name, compute capability)
 
@@ -31,6 +33,9 @@ class Fingerprint:
     metrics: tuple[str, ...] = ()  # the raw metrics captured that the baseline reads
     stall_family: str | None = None
     stall_reasons: tuple[str, ...] = ()
+    # Which launches the captures hold (perfgate.ingest.scope: ncu's launch filters); None:
+    # unknown. Launch counts compare only within one scope.
+    scope: str | None = None
 
     @property
     def key(self) -> GpuKey:
@@ -60,6 +65,8 @@ def to_document(fp: Fingerprint) -> dict[str, Any]:
         "driver": fp.driver,
         "clock_control": fp.clock_control,
     }
+    if fp.scope is not None:
+        doc["scope"] = fp.scope
     if fp.stall_family is not None:
         doc["stall_family"] = fp.stall_family
         doc["stall_reasons"] = list(fp.stall_reasons)
@@ -80,6 +87,7 @@ def from_document(doc: Mapping[str, Any] | None, provenance: Mapping[str, Any]) 
             metrics=tuple(doc.get("metrics") or ()),
             stall_family=doc.get("stall_family"),
             stall_reasons=tuple(doc.get("stall_reasons") or ()),
+            scope=doc.get("scope"),
         )
     gpu = provenance.get("gpu")
     if isinstance(gpu, Mapping):
@@ -127,8 +135,43 @@ def of_capture(
         ncu=_agreed([m.ncu_version for m in chosen], "ncu version", notes),
         driver=_agreed([m.driver for m in chosen], "driver", notes),
         clock_control=_agreed([m.clock_control for m in chosen], "clock control", notes),
+        scope=_scope(files, metas, notes),
     )
     return fp, notes
+
+
+def _scope(files: Sequence[str], metas: Mapping[str, CaptureMeta], notes: list[str]) -> str | None:
+    """The files' one scope; None when unknown. Files of several scopes have none that their
+    launch counts share: the note says so, and the scope is the first file's (which differs
+    from any baseline's but one)."""
+    scopes = [metas[p].scope if p in metas else None for p in files]
+    known = list(dict.fromkeys(s for s in scopes if s is not None))
+    if len(known) > 1 or (known and None in scopes):
+        shown = ", ".join(known + (["unknown"] if None in scopes else []))
+        notes.append(
+            f"the captures disagree on their scope (ncu launch filters): {shown}; their launch "
+            "counts do not add up to one run's"
+        )
+        return "mixed: " + "; ".join(known)
+    return known[0] if known else None
+
+
+def scope_difference(baseline: Fingerprint, capture: Fingerprint) -> str | None:
+    """Why the capture's launch counts cannot be compared with the baseline's (another
+    scope); None when they can."""
+    if not scope_differs(baseline.scope, capture.scope):
+        return None
+    return (
+        f"the capture's scope is {_scoped(capture.scope)}, the baseline's {_scoped(baseline.scope)}"
+        ": launch counts (launches, total_time) are compared only between captures of one "
+        "scope; capture with the baseline's launch filters, or record the baseline again"
+    )
+
+
+def _scoped(scope: str | None) -> str:
+    if scope is None:
+        return "unknown"
+    return scope if scope == ALL else f"`{scope}`"
 
 
 def for_record(
@@ -159,6 +202,7 @@ def for_record(
         ncu=fp.ncu,
         driver=fp.driver,
         clock_control=fp.clock_control,
+        scope=fp.scope,
         metrics=tuple(sorted(m for m in set(read_metrics) if m in columns)),
         stall_family=stall_family,
         stall_reasons=tuple(stall_reasons),

@@ -19,6 +19,7 @@ from perfgate.baseline.fingerprint import (
     describe_gpu,
     differences,
     of_capture,
+    scope_difference,
 )
 from perfgate.baseline.model import Baseline
 from perfgate.common.errors import UsageError
@@ -66,6 +67,9 @@ class Assignment:
     baseline: Baseline
     capture: Capture
     warnings: tuple[str, ...] = ()
+    # Why the capture's launch counts are not comparable with the baseline's (another
+    # scope: perfgate.baseline.fingerprint.scope_difference); "" when they are.
+    other_scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,8 @@ def assign(
             fp, disagreements = of_capture(capture, (mine[0].device, mine[0].cc))
             _, differ = differences(b.gpu, fp)
             extra = warnings[b.path] + differ + disagreements
-            assignments.append(Assignment(b, _only(capture, mine), tuple(extra)))
+            other_scope = scope_difference(b.gpu, fp) or ""
+            assignments.append(Assignment(b, _only(capture, mine), tuple(extra), other_scope))
         elif was_named or len(baselines) == 1:
             assignments.append(Assignment(b, _only(capture, []), tuple(warnings[b.path])))
         else:

@@ -126,9 +126,21 @@ _LIBRARY_HINT: Mapping[str, str] = {
 LIBRARY_FAMILIES = frozenset(f.name for f in FAMILIES if f.library)
 
 
-def lever(mechanism: str, family: str | None) -> str:
-    """The lever for a mechanism, said at the level the kernel's author controls."""
-    base = LEVERS.get(mechanism, "")
+# A mechanism whose lever depends on the direction it moved in: its lever when it improved.
+IMPROVED_LEVERS: Mapping[str, str] = {
+    "launch-count": (
+        "fewer launches per captured run: if the capture was scoped otherwise (ncu "
+        "--launch-count, --launch-skip, -k, --nvtx-include, --range-filter), the counts do not "
+        "compare: capture with the baseline's launch filters. If the program really launches "
+        "it less often (fused, cached), accept it with `perfgate baseline accept --reason ...`"
+    ),
+}
+
+
+def lever(mechanism: str, family: str | None, improved: bool = False) -> str:
+    """The lever for a mechanism, said at the level the kernel's author controls; `improved`:
+    the mechanism moved the good way (fewer launches, not more)."""
+    base = (IMPROVED_LEVERS.get(mechanism) if improved else None) or LEVERS.get(mechanism, "")
     if family not in LIBRARY_FAMILIES or base.startswith(ACCEPT):
         return base
     library = _LIBRARY.get(family or "", "")

@@ -299,7 +299,9 @@ def _finish(causes: list[RootCause], delta: KernelDelta) -> tuple[RootCause, ...
     quicker = not single(delta) and faster(delta)
     out = []
     for c in causes:
-        c = _with_lines(replace(c, lever=lever(c.mechanism, delta.family) or c.lever), delta)
+        improved = c.kind is CauseKind.IMPROVEMENT
+        c = replace(c, lever=lever(c.mechanism, delta.family, improved) or c.lever)
+        c = _with_lines(c, delta)
         if quicker and c.kind is CauseKind.REGRESSION:
             c = _trade_off(c)
         c = replace(

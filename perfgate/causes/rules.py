@@ -28,7 +28,7 @@ from perfgate.causes.facts import (
     times,
     within,
 )
-from perfgate.causes.levers import LEVERS, STALLS
+from perfgate.causes.levers import IMPROVED_LEVERS, LEVERS, STALLS
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause
 from perfgate.ingest.launches import RULE_PREFIX
 from perfgate.judge.comparison import State
@@ -775,7 +775,7 @@ def launch_count(delta: KernelDelta) -> RootCause | None:
     if single(delta) or b is None or a is None or a == b:
         return None
     more = a > b
-    return _cause(
+    cause = _cause(
         "launch-count",
         CauseKind.REGRESSION if more else CauseKind.IMPROVEMENT,
         "Launched more often" if more else "Launched less often",
@@ -785,6 +785,7 @@ def launch_count(delta: KernelDelta) -> RootCause | None:
         ("launches", "total_time"),
         75 if more else 30,
     )
+    return cause if more else _with_lever(cause, IMPROVED_LEVERS["launch-count"])
 
 
 def launch_shape(delta: KernelDelta) -> RootCause | None:

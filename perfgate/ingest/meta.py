@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.common.errors import CaptureError
+from perfgate.ingest.scope import capture_scope
 
 SUFFIX = ".meta.json"
 MAX_BYTES = 1024 * 1024
@@ -33,6 +34,9 @@ class CaptureMeta:
     clock_control: str | None = None
     replay_mode: str | None = None
     program_exit_code: int | None = None  # the captured program's own exit code
+    # Which launches ncu profiled (perfgate.ingest.scope): the sidecar's `scope`, else read
+    # from its recorded ncu `command`; None: unknown.
+    scope: str | None = None
 
 
 def sidecar_path(capture_path: str) -> Path:
@@ -68,4 +72,16 @@ def read_meta(capture_path: str) -> CaptureMeta:
     code = doc.get("program_exit_code")
     if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
         raise CaptureError(f"program_exit_code must be an integer or null, not {code!r}", path)
-    return CaptureMeta(str(path), **values, program_exit_code=code)
+    return CaptureMeta(str(path), **values, program_exit_code=code, scope=_scope(doc, path))
+
+
+def _scope(doc: dict[str, object], path: Path) -> str | None:
+    scope = doc.get("scope")
+    if scope is not None and not isinstance(scope, str):
+        raise CaptureError(f"scope must be a string or null, not {scope!r}", path)
+    command = doc.get("command")
+    if command is None:
+        return scope
+    if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
+        raise CaptureError("command must be a list of strings (the ncu command line)", path)
+    return scope if scope is not None else capture_scope(command)

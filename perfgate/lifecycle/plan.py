@@ -26,7 +26,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from perfgate.baseline.fingerprint import Fingerprint
 from perfgate.baseline.model import (
@@ -50,7 +50,7 @@ from perfgate.lifecycle.program import record_program
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
 from perfgate.metrics.thresholds import ThresholdOverride
-from perfgate.verdicts.check import CheckSettings, check
+from perfgate.verdicts.check import SCOPED_METRICS, CheckSettings, check
 from perfgate.verdicts.model import CheckResult, KernelVerdict
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
@@ -227,7 +227,7 @@ def _moved(verdict: KernelVerdict) -> dict[str, float | str]:
 
 
 def _fresh(
-    baseline: Baseline, capture: Capture
+    baseline: Baseline, capture: Capture, other_scope: str = ""
 ) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline], _Classes]:
     """The check of the captures against the baseline, each baselined kernel recorded afresh
     from the launches the check gave it (with the metrics the file gates for it), and the
@@ -235,7 +235,9 @@ def _fresh(
     launches split into work classes its entry does not have is recorded as the class nearest
     its recorded work (its match gets `work:`), and its other classes as entries of their own,
     taken with it (never pooled: the next check would split them again)."""
-    result = check(baseline, capture, CheckSettings(report_new_kernels=True))
+    result = check(
+        baseline, capture, CheckSettings(report_new_kernels=True, other_scope=other_scope)
+    )
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
     fresh: dict[str, KernelBaseline] = {}
@@ -253,7 +255,7 @@ def _fresh(
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, entry.id, names, capture)
         if kernel is not None:
-            fresh[entry.id] = kernel
+            fresh[entry.id] = _in_scope(kernel) if other_scope else kernel
     cc = next((la.cc for la in capture.launches if la.cc), None)
     taken = {k.id for k in baseline.kernels}
     ids = new_ids([g.key for g in matching.unclaimed], taken)
@@ -263,13 +265,14 @@ def _fresh(
             group, ids[group.key], default_metrics(capture.columns, cc), capture
         )
         if kernel is not None:
-            added.append(kernel)
+            added.append(_in_scope(kernel) if other_scope else kernel)
     class_ids = new_ids([g.key for _, g in others], taken | set(ids.values()))
     classes: _Classes = {}
     for entry, group in others:
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, class_ids[group.key], names, capture)
         if kernel is not None:
+            kernel = _in_scope(kernel) if other_scope else kernel
             classes.setdefault(entry.id, []).append(kernel)
     return result, fresh, added, classes
 
@@ -278,11 +281,22 @@ def _fresh(
 _Classes = dict[str, list[KernelBaseline]]
 
 
-def _for_gpu(baseline: Baseline, capture: Capture) -> Capture:
-    """The captures' launches on the baseline's GPU; launches from another GPU are refused
-    (a baseline takes values from its own GPU only)."""
+def _for_gpu(baseline: Baseline, capture: Capture) -> tuple[Capture, str]:
+    """The captures' launches on the baseline's GPU (launches from another GPU are refused:
+    a baseline takes values from its own GPU only), and why their launch counts do not
+    compare with the baseline's ("" when they do)."""
     plan = assign([baseline], [True], capture)
-    return plan.assignments[0].capture
+    return plan.assignments[0].capture, plan.assignments[0].other_scope
+
+
+def _in_scope(kernel: KernelBaseline) -> KernelBaseline:
+    """A kernel recorded from a capture of another scope less its launch counts: they are
+    not the baseline's to take (the ratchet, accept and update leave them as they are)."""
+    return replace(
+        kernel,
+        launches=None,
+        metrics=tuple(m for m in kernel.metrics if m.name not in SCOPED_METRICS),
+    )
 
 
 def _taken(verdict: KernelVerdict, action: Action, kernel: KernelBaseline) -> KernelEdit:
@@ -309,8 +323,8 @@ def plan_accept(
     that regressed or went missing, take the values of the captures."""
     for pattern in patterns:
         user_patterns.checked(pattern, "--kernel")
-    capture = _for_gpu(baseline, capture)
-    result, fresh, added, classes = _fresh(baseline, capture)
+    capture, other_scope = _for_gpu(baseline, capture)
+    result, fresh, added, classes = _fresh(baseline, capture, other_scope)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -336,7 +350,8 @@ def plan_accept(
             f"no kernel {what}: nothing to accept (perfgate check shows what changed)",
             baseline.path,
         )
-    return EditPlan(tuple(edits), None, tuple(left), result, record_program(capture))
+    program = record_program(capture) if not other_scope else None  # a sum over launches
+    return EditPlan(tuple(edits), None, tuple(left), result, program)
 
 
 def _ratcheted(baseline: Baseline, fresh: ProgramBaseline | None) -> ProgramBaseline | None:
@@ -352,8 +367,13 @@ def plan_update(
     add_new: bool = True,
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept."""
-    capture = _for_gpu(baseline, capture)
-    result, fresh, added, classes = _fresh(baseline, capture)
+    capture, other_scope = _for_gpu(baseline, capture)
+    if not ratchet and baseline.gpu.scope is None:
+        # A baseline of unknown scope (recorded before scopes were kept) is re-recorded whole
+        # by an update, launch counts and the captures' scope with them. A ratchet takes only
+        # improvements, and fewer launches of another scope are none.
+        other_scope = ""
+    result, fresh, added, classes = _fresh(baseline, capture, other_scope)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -403,6 +423,9 @@ def plan_update(
     fingerprint = (
         None if ratchet else capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
     )
-    fresh_program = record_program(capture)
+    if fingerprint is not None and other_scope:
+        # The launch counts were not taken: the baseline's stay, and with them its scope.
+        fingerprint = replace(fingerprint, scope=baseline.gpu.scope)
+    fresh_program = record_program(capture) if not other_scope else None
     program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
     return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)

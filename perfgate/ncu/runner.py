@@ -27,6 +27,7 @@ from perfgate.common.errors import CaptureError, PerfgateError, UsageError
 from perfgate.common.escape import log_line
 from perfgate.common.fileio import remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
+from perfgate.ingest.scope import capture_scope
 from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
 from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
 
@@ -219,6 +220,7 @@ def _run(
             "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
             "gpu": name, "cc": options.cc, "clock_control": "none",
             "replay_mode": options.replay_mode, "command": list(plan.profile),
+            "scope": capture_scope(plan.profile),
             "program_exit_code": exit_code,
             "started": started, "kernel_filter": plan.kernel_filter,
             "metrics": list(plan.metrics), "passes": [p for _, p in scan.passes],

@@ -51,7 +51,7 @@ from perfgate.metrics.measure import (
 )
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
-from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
+from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program
 
 
@@ -59,6 +59,13 @@ from perfgate.verdicts.program import judge_program
 class CheckSettings:
     report_new_kernels: bool = True
     extra_warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Why the capture's launch counts do not compare with the baseline's (it was scoped by
+    # other ncu launch filters); "": they do. Then the counts are skipped, not judged.
+    other_scope: str = ""
+
+
+# What depends on how many launches the capture holds (perfgate.ingest.scope).
+SCOPED_METRICS = ("launches", "total_time")
 
 
 # A metric without its own override has the bounds of its name in its baseline: a check of
@@ -450,6 +457,33 @@ def _judge_split(
     )
 
 
+def _out_of_scope(
+    kernel: KernelBaseline,
+    launches: list[Launch],
+    capture: Capture,
+    baseline: Baseline,
+    how: str,
+    reason: str,
+    memo: _Bounds,
+) -> KernelVerdict:
+    """A kernel of a capture scoped otherwise than the baseline: its launch counts are
+    skipped with the reason, never judged (nor diagnosed: no "launched less often"); the
+    rest of its metrics are judged as always."""
+    counted = [m for m in kernel.metrics if m.name in SCOPED_METRICS]
+    judged = replace(
+        _per_configuration(kernel, launches),
+        launches=None,
+        metrics=tuple(m for m in kernel.metrics if m.name not in SCOPED_METRICS),
+    )
+    verdict = _judge_kernel(judged, launches, capture, baseline, how, memo)
+    skipped = tuple(
+        Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
+                   message=f"not compared: {reason}")
+        for m in counted
+    )  # fmt: skip
+    return replace(verdict, comparisons=verdict.comparisons + skipped)
+
+
 def _configuration_changed(kernel: KernelBaseline, metric: MetricBaseline) -> Comparison:
     return Comparison(
         kernel=kernel.id,
@@ -697,6 +731,11 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
             verdicts.append(
                 _judge_split(kernel, matching.groups[kernel.id], capture, baseline, memo)
             )
+        elif launches and settings.other_scope:
+            verdicts.append(
+                _out_of_scope(kernel, launches, capture, baseline, matching.how[kernel.id],
+                              settings.other_scope, memo)
+            )  # fmt: skip
         elif launches:
             kernel = _per_configuration(kernel, launches)
             how = matching.how[kernel.id]
@@ -725,6 +764,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     # Which GPU's launches this baseline judges was decided before (perfgate.baseline.selection).
     gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
+    if settings.other_scope:
+        warnings.append(settings.other_scope)
     devices = capture.devices
     missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
     new_launches = [la for group in matching.unclaimed for la in group.launches]
@@ -736,5 +777,20 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
-        program=judge_program(baseline, capture, new_launches, missing),
+        program=_program(baseline, capture, new_launches, missing, settings.other_scope),
     )
+
+
+def _program(
+    baseline: Baseline,
+    capture: Capture,
+    new_launches: list[Launch],
+    missing: list[KernelBaseline],
+    other_scope: str,
+) -> ProgramVerdict | None:
+    """The whole-program time, a sum over the captured launches: of another scope it is
+    skipped with the reason, like the kernels' launch counts."""
+    program = judge_program(baseline, capture, new_launches, missing)
+    if program is None or not other_scope or program.state is KernelState.SKIPPED:
+        return program
+    return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {other_scope}")

@@ -110,6 +110,13 @@ def captures() -> dict[str, bytes | str]:
         # split into two work classes, the regressed one turned "new" and the check passed
         # (issue 23). SYNTHETIC: launch row 5 (zoo_registers) duplicated, its count scaled.
         "work-split.csv": good + _split_launch(good, 5, 1.4),
+        # A sidecar whose scope (issue 25: which launches ncu profiled) or ncu command is not
+        # what perfgate capture writes: refused naming the sidecar, never guessed at. The
+        # sidecars are in the listing too, each refused as a capture of its own.
+        "scope-not-a-string.csv": good,
+        "scope-not-a-string.csv.meta.json": '{"perfgate_capture": 1, "scope": 3}\n',
+        "command-not-a-list.csv": good,
+        "command-not-a-list.csv.meta.json": '{"perfgate_capture": 1, "command": "ncu -c 3"}\n',
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
@@ -235,6 +242,8 @@ def baselines() -> dict[str, str | bytes]:
         # `.nan` passes every comparison: a threshold of it could never regress.
         "nan-threshold.yaml": minimal.replace("max: 16}", "max: 16, threshold: {relative: .nan}}"),
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
+        # A fingerprint's scope that is not text (issue 25).
+        "scope-not-text.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, scope: [1]}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
