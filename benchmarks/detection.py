@@ -18,8 +18,8 @@ Injecting into real re-captures keeps the real cross-start noise and makes the s
     python benchmarks/detection.py --limits      # smallest change caught, per metric class
 
 Exit 1 on any false alarm or any missed injection on the TUNING starts. The held-back starts
-(h100-d, h200-b, H200 start3) are evaluated and not part of the exit code; h100-d was never
-seen while tuning, h200-b and start3 were seen once, in the first evaluation (docs/noise.md).
+(h100-e, h200-c) are evaluated and not part of the exit code; they were captured after the
+last rule change and never seen while tuning (docs/noise.md).
 """
 
 from __future__ import annotations
@@ -94,35 +94,26 @@ WORKLOADS = (
         )
         for w in ("zoo-good-short", "torch-short")
     ),
-    # Issue 21's field corpus (tests/data/field): baseline from h100-a's 3 runs, checked
-    # against h100-b and h100-c (h100-c was held back for the first evaluation and is tuning
-    # data since: tests/data/field/README.md); h200-a's runs have no second tuning start.
+    # Issue 21's field corpus (tests/data/field): baseline from the first start's 3 runs,
+    # checked against every other start that has been looked at. h100-c, h100-d, h200-b and
+    # the H200 start3 were each held back for one evaluation and are tuning data since
+    # (tests/data/field/README.md).
     *(
         Workload(
             f"H100 field {w}",
             tuple(FIELD / "h100" / "h100-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
             tuple(
-                FIELD / "h100" / s / f"{w}-run{i}.csv.gz"
-                for s in ("h100-b", "h100-c")
+                path
+                for s in ("h100-b", "h100-c", "h100-d")
                 for i in (1, 2)
+                if (path := FIELD / "h100" / s / f"{w}-run{i}.csv.gz").exists()
             ),
         )
         for w in FIELD_H100
     ),
-)
-# Held back (never tuned on): reported separately with `--held-back`.
-HELD_BACK = (
     *(
         Workload(
-            f"H100 field {w} vs h100-d",
-            tuple(FIELD / "h100" / "h100-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
-            (FIELD / "h100" / "h100-d" / f"{w}-run1.csv.gz",),
-        )
-        for w in FIELD_H100
-    ),
-    *(
-        Workload(
-            f"H200 field {w} vs h200-b",
+            f"H200 field {w}",
             tuple(FIELD / "h200" / "h200-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
             tuple(FIELD / "h200" / "h200-b" / f"{w}-run{i}.csv.gz" for i in (1, 2)),
         )
@@ -135,6 +126,29 @@ HELD_BACK = (
             tuple(H200 / f"start3-{w}-run{i}.csv" for i in (1, 2)),
         )
         for w in ("torch-flash", "compiled-a", "triton-good", "changes-base")
+    ),
+)
+# Held back (never tuned on): reported separately with `--held-back`.
+HELD_BACK = (
+    *(
+        Workload(
+            f"H100 field {w} vs h100-e",
+            tuple(FIELD / "h100" / "h100-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+            (FIELD / "h100" / "h100-e" / f"{w}-run1.csv.gz",),
+        )
+        for w in FIELD_H100
+    ),
+    *(
+        Workload(
+            f"H200 field {w} vs h200-c",
+            tuple(FIELD / "h200" / "h200-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+            tuple(
+                path
+                for i in (1, 2)
+                if (path := FIELD / "h200" / "h200-c" / f"{w}-run{i}.csv.gz").exists()
+            ),
+        )
+        for w in FIELD_H200
     ),
 )
 
@@ -503,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--held-back",
         action="store_true",
-        help="also report the held-back starts (h100-d, h200-b, H200 start3), in tables of "
+        help="also report the held-back starts (h100-e, h200-c), in tables of "
         "their own; they are evaluated, never tuned on, and not part of the exit code",
     )
     parser.add_argument(

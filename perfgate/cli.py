@@ -398,7 +398,7 @@ def _problem_stdout(fmt: str, problems: tuple[str, ...], code: ExitCode) -> None
 
     text = problem_stdout(fmt, problems, code)
     if text is not None:
-        click.echo(text, nl=False)
+        _show(text)
 
 
 def _to_stderr(text: str) -> None:
