@@ -4,6 +4,7 @@ that agree with their nouns."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -51,3 +52,40 @@ def test_check_help_names_the_global_options_it_takes() -> None:
     for argv in (["check", "--help"], ["baseline", "record", "--help"], ["capture", "--help"]):
         out = CliRunner().invoke(main, argv, terminal_width=200).output
         assert "-q/--quiet" in out and "--color" in out, argv
+
+
+def test_scale_against_a_missing_checkout_is_one_line_not_a_traceback(tmp_path: Any) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale.py"),
+            "--against",
+            str(tmp_path / "nope"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "not a perfgate checkout" in proc.stderr
+
+
+def test_zoo_capture_exits_1_when_ncu_runs_fail(tmp_path: Any) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PHASES": "short",
+        "RUNS": "1",
+        "NCU": "false",
+        "DEST": str(tmp_path / "captures"),
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tests" / "zoo" / "capture.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "runs failed" in proc.stderr
