@@ -89,3 +89,13 @@ def test_zoo_capture_exits_1_when_ncu_runs_fail(tmp_path: Any) -> None:
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "runs failed" in proc.stderr
+
+
+def test_doctor_does_not_vouch_for_counter_permission_without_a_gpu(monkeypatch: Any) -> None:
+    from perfgate.ncu import doctor
+
+    monkeypatch.setattr(doctor, "gpus", lambda: [])
+    monkeypatch.setattr(doctor, "_read", lambda path: "RmProfilingAdminOnly: 0\n")
+    checks = doctor.run_doctor(ncu="/nonexistent/ncu")
+    (permission,) = [c for c in checks if c.name == "counter permission"]
+    assert permission.status is doctor.Status.SKIP, permission
