@@ -226,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         "taking turns with the bare parse and this checkout's check",
     )
     args = ap.parse_args(argv)
+    if args.against and not (args.against / "perfgate" / "__init__.py").is_file():
+        ap.error(f"--against {args.against}: not a perfgate checkout (no perfgate/__init__.py)")
+    for option, path in (("--rep", args.rep), ("--rep-baseline", args.rep_baseline)):
+        if path is not None and not path.is_file():
+            ap.error(f"{option} {path}: no such file")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="perfgate-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     _compile()

@@ -269,7 +269,11 @@ def _asked_format(args: list[str]) -> str | None:
     return asked
 
 
-@main.command("check", cls=_MachineFormatCommand)
+@main.command(
+    "check",
+    cls=_MachineFormatCommand,
+    short_help="Check captures against baselines; exit 1 on a regression.",
+)
 @click.option(
     "--baseline",
     "-b",
@@ -405,7 +409,7 @@ def _to_stderr(text: str) -> None:
     _show(text, err=True)
 
 
-@main.command("explain")
+@main.command("explain", short_help="Diagnose the kernels of a capture, without a baseline.")
 @_capture_files_option(
     "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
 )
@@ -710,6 +714,7 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 
 @main.command(
     "capture",
+    short_help="Run a program under ncu, collecting only what the baselines gate.",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.option(
@@ -807,6 +812,7 @@ def capture_command(
 
 @main.command(
     "doctor",
+    short_help="Check that this machine can capture (ncu, GPU, counter permission).",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.option(
@@ -826,3 +832,20 @@ def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...
     _show(render(checks))
     if failed(checks):
         sys.exit(int(ExitCode.INPUT_ERROR))
+
+
+def _global_options_in_help(group: click.Group) -> None:
+    """Each command's --help names the global options it takes (they are hoisted from
+    anywhere before a program's `--`): `check --help` omitted -q and --color."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            _global_options_in_help(command)
+            continue
+        note = (
+            "Global options, also accepted here: -q/--quiet (the status line only), "
+            "--color auto|always|never, --no-color, --debug (tracebacks)."
+        )
+        command.epilog = f"{command.epilog}\n\n{note}" if command.epilog else note
+
+
+_global_options_in_help(main)

@@ -12,9 +12,13 @@
 # failed, 2 unusable input.
 set -euo pipefail
 
-usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
-  exit 2
+usage() {  # usage CODE: to stdout when asked for (--help, exit 0), to stderr after a mistake
+  if [ "$1" -eq 0 ]; then
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  else
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  fi
+  exit "$1"
 }
 
 baseline=""
@@ -28,11 +32,11 @@ while [ $# -gt 0 ]; do
     --out) out="${2:?--out needs a directory}"; shift 2 ;;
     --warn-only) extra+=(--warn-only); shift ;;
     --) shift; break ;;
-    -h|--help) usage ;;
-    *) echo "pre-merge: unknown option $1" >&2; usage ;;
+    -h|--help) usage 0 ;;
+    *) echo "pre-merge: unknown option $1" >&2; usage 2 ;;
   esac
 done
-[ -n "$baseline" ] || { echo "pre-merge: --baseline is required" >&2; usage; }
+[ -n "$baseline" ] || { echo "pre-merge: --baseline is required" >&2; usage 2; }
 
 if [ -n "${PERFGATE:-}" ]; then
   read -r -a perfgate <<<"$PERFGATE"
@@ -44,7 +48,7 @@ fi
 
 mkdir -p "$out"
 if [ ${#captures[@]} -eq 0 ]; then
-  [ $# -gt 0 ] || { echo "pre-merge: give a program to capture after --, or --capture FILE" >&2; usage; }
+  [ $# -gt 0 ] || { echo "pre-merge: give a program to capture after --, or --capture FILE" >&2; usage 2; }
   "${perfgate[@]}" capture --baseline "$baseline" -o "$out/capture.csv" -- "$@"
   captures=("$out/capture.csv")
 fi

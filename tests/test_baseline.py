@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_schema_errors_name_file_json_path_and_line(tmp_path: Path) -> None:
         load_baseline(path)
     lines = err.value.lines()
     assert lines == [
-        f"{path}::$.kernels[0].metrics.registers_per_thread.value: [16] is not of type 'number', 'string' (line 6)"
+        f"{path}:6:35: $.kernels[0].metrics.registers_per_thread.value: [16] is not of type 'number', 'string'"
     ]
 
 
@@ -78,7 +79,7 @@ def test_all_problems_are_reported_one_per_line(tmp_path: Path) -> None:
         load_baseline(_write(tmp_path, text))
     lines = err.value.lines()
     assert any(
-        "$.kernels[0].match: needs one of: function, name, regex (line 4)" in line for line in lines
+        ":4:10: $.kernels[0].match: needs one of: function, name, regex" in line for line in lines
     )
     assert any("$.kernels[0].metrics.x" in line and "extra" in line for line in lines)
 
@@ -115,7 +116,7 @@ def test_semantic_and_schema_problems(tmp_path: Path, text: str, message: str) -
     ("text", "message"),
     [
         ("", "the file is empty"),
-        ("kernels: [\n", r"line \d+, column \d+: not valid YAML"),
+        ("kernels: [\n", r":\d+:\d+: not valid YAML"),
         (
             "a: !!python/object/apply:os.system ['touch /tmp/perfgate-pwned']\n",
             "only plain YAML data is allowed",
@@ -219,7 +220,7 @@ def test_non_finite_numbers_are_refused_by_both_loaders(
     tmp_path: Path, text: str, where: str
 ) -> None:
     """`.nan` passes every comparison (`x > nan` is false), so a threshold of it never regresses;
-    `.inf` likewise. Each is one `FILE::$.path: ... not a finite number` line, and the fast
+    `.inf` likewise. Each is one `FILE:LINE:COL: $.path: ... not a finite number` line, and the fast
     schema check never vouches for the document."""
     from perfgate.baseline.fastcheck import document_is_valid
     from perfgate.common.schemas import schema_errors
@@ -229,7 +230,7 @@ def test_non_finite_numbers_are_refused_by_both_loaders(
         load_baseline(path)
     lines = err.value.lines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"{path}::{where}: ")
+    assert re.match(rf"{re.escape(str(path))}:\d+:\d+: {re.escape(where)}: ", lines[0]), lines
     assert "is not a finite number" in lines[0]
     doc = yaml.safe_load(text)
     assert not document_is_valid(doc)

@@ -140,7 +140,10 @@ def test_every_schema_problem_is_its_own_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) >= 2
-    assert all(line.startswith(f"perfgate: error: {path}::$.kernels[0]") for line in lines)
+    assert all(
+        re.match(rf"perfgate: error: {re.escape(str(path))}:\d+:\d+: \$\.kernels\[0\]", line)
+        for line in lines
+    ), lines
 
 
 def test_record_writes_a_baseline_that_checks_clean(tmp_path: Path) -> None:

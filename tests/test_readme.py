@@ -1,6 +1,6 @@
 """The README's commands run here, so its examples cannot rot. A fenced block preceded by
-`<!-- readme-test: exit=N -->` is run (its `pip install` steps are what CI does for real and
-are skipped here) and must exit with N; the text block marked `output-of-previous-check` must
+`<!-- readme-test: exit=N -->` is run (its virtual environment and `pip install` steps are
+what CI does for real and are skipped here) and must exit with N; the text block marked `output-of-previous-check` must
 appear in what the first such check printed."""
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ def _run(line: str, tmp: Path) -> subprocess.CompletedProcess[str] | None:
     last = None
     for part in line.split(" && "):
         argv = [a.replace("/tmp/", f"{tmp}/") for a in shlex.split(part)]
-        if argv[:4] == ["python3", "-m", "pip", "install"] or argv[:3] == [
+        if argv[:3] in (["python3", "-m", "venv"], ["python3", "-m", "pytest"]) or argv[:4] == [
             "python3",
             "-m",
-            "pytest",
+            "pip",
+            "install",
         ]:
+            continue
+        if argv == [".", ".venv/bin/activate"]:
             continue
         assert argv[0] == "perfgate", f"README command not runnable here: {part}"
         last = subprocess.run(
@@ -44,7 +47,9 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
     tags = [tag for tag, _ in _blocks()]
     assert tags[:2] == ["exit=1", "suite"]
     install, suite = (body.strip() for _, body in _blocks()[:2])
-    assert install.startswith("python3 -m pip install . && perfgate check")
+    assert install.startswith(
+        "python3 -m venv .venv && . .venv/bin/activate && python3 -m pip install . && perfgate check"
+    )
     assert suite in (ROOT / ".ci" / "run").read_text(), ".ci/run must run the README's test command"
 
 
@@ -68,3 +73,14 @@ def test_readme_commands_exit_as_documented(tmp_path: Path) -> None:
     shown = next(body for tag, body in _blocks() if tag == "output-of-previous-check")
     for line in shown.strip().splitlines():
         assert line in outputs[0].splitlines(), line
+
+
+def test_readme_commands_can_be_run_again(tmp_path: Path) -> None:
+    """A reader who runs the README's steps a second time (the same /tmp files there) gets the
+    same exit codes: `baseline record` must not refuse the baseline its first run wrote."""
+    for _ in range(2):
+        for tag, body in _blocks():
+            if tag == "exit=0" and "baseline record" in body:
+                for line in body.strip().splitlines():
+                    proc = _run(line, tmp_path)
+                    assert proc is not None and proc.returncode == 0, proc and proc.stderr

@@ -5,7 +5,7 @@ jsonschema walks every node of a baseline through its generic machinery: for 1,0
 kernel entries (id, match, name, launches, family, metrics, info) are the bulk and have a
 fixed, shallow shape, so this module checks them in plain Python. It only ever says "valid" or
 "not sure": on any doubt the caller runs jsonschema over the whole document, which words the
-errors (`FILE::$.json.path: message`). `tests/test_properties.py` holds the two to the same
+errors (`FILE:LINE:COL: $.json.path: message`). `tests/test_properties.py` holds the two to the same
 answer on mutated real baselines.
 """
 

@@ -3,7 +3,8 @@
 Loading is strict and never executes anything: YAML is parsed with the safe loader, anchors and
 aliases are refused outright (a baseline never needs them, and they are how "billion laughs"
 bombs are built), and the document is validated against schemas/baseline.schema.json before
-perfgate looks at it. Every problem is reported as `FILE::$.json.path: message (line N)`."""
+perfgate looks at it. Every problem is reported as `FILE:LINE:COL: $.json.path: message`
+(errors.located), or `FILE: message` for one of the whole file."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from perfgate.baseline.model import (
     ProgramBaseline,
 )
 from perfgate.common import patterns
-from perfgate.common.errors import BaselineError, UsageError
+from perfgate.common.errors import BaselineError, UsageError, located
 from perfgate.common.frozen import maker
 from perfgate.common.schemas import JsonPath, format_path, schema_errors
 from perfgate.ingest.launches import Dim3
@@ -49,12 +50,16 @@ SCHEMA = "baseline.schema.json"
 MAX_BYTES = 16 * 1024 * 1024
 
 
+def _at(mark: yaml.Mark) -> yamlload.Position:
+    return mark.line + 1, mark.column + 1
+
+
 def _problem(path: str, message: str, problems: list[str] | None = None) -> BaselineError:
     return BaselineError(message, path, problems=problems)
 
 
 def _line_finder(root: yaml.Node | None) -> Any:
-    def line_of(path: JsonPath) -> int | None:
+    def line_of(path: JsonPath) -> yamlload.Position | None:
         node = root
         for part in path:
             if isinstance(node, yaml.MappingNode):
@@ -71,7 +76,7 @@ def _line_finder(root: yaml.Node | None) -> Any:
             if node is None:
                 break
         target = node if node is not None else root
-        return None if target is None else target.start_mark.line + 1
+        return None if target is None else _at(target.start_mark)
 
     return line_of
 
@@ -165,9 +170,12 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
         node, where, done = stack.pop()
         if not done:
             if id(node) in seen:
-                line = node.start_mark.line + 1 if node.start_mark else "?"
                 raise _problem(
-                    path, f"line {line}: YAML anchors and aliases are not allowed in a baseline"
+                    path,
+                    located(
+                        *_at(node.start_mark),
+                        "YAML anchors and aliases are not allowed in a baseline",
+                    ),
                 )
             seen.add(id(node))
             if isinstance(node, yaml.ScalarNode) or node.tag not in (_MAP, _SEQ):
@@ -180,8 +188,7 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
                         )
                     built[id(node)] = _scalar(node, loader)
                 except _BadNode as exc:
-                    line = node.start_mark.line + 1
-                    message = f"{format_path(where)}: {exc} (line {line})"
+                    message = located(*_at(node.start_mark), f"{format_path(where)}: {exc}")
                     raise _problem(path, message, [message]) from None
                 continue
             stack.append((node, where, True))
@@ -198,25 +205,33 @@ def _construct(root: yaml.Node, loader: Any, path: str) -> tuple[Any, list[str]]
             lines: dict[Any, int] = {}
             for key, value in node.value:
                 k = built.pop(id(key))
-                line = key.start_mark.line + 1
+                line, column = _at(key.start_mark)
                 if not isinstance(k, str):
                     # Every key of a baseline is a name; a number, a boolean (`on:`), a null
                     # or a list as a key would reach code that sorts and prints names.
                     shown = repr(k) if len(repr(k)) <= 40 else repr(k)[:40] + "..."
-                    message = (
+                    message = located(
+                        line,
+                        column,
                         f"{format_path(where)}: a mapping key must be a string, "
-                        f"not {shown} ({type(k).__name__}; quote it) (line {line})"
+                        f"not {shown} ({type(k).__name__}; quote it)",
                     )
                     raise _problem(path, message, [message])
                 if k in mapping:
-                    also = f"line {line}; also line {lines[k]}"
-                    problems.append(f"{format_path([*where, str(k)])}: duplicate key ({also})")
+                    problems.append(
+                        located(
+                            line,
+                            column,
+                            f"{format_path([*where, str(k)])}: duplicate key "
+                            f"(also line {lines[k]})",
+                        )
+                    )
                     continue
                 mapping[k], lines[k] = built.pop(id(value)), line
             built[id(node)] = mapping
         else:
             built[id(node)] = [built.pop(id(item)) for item in node.value]
-    return built[id(root)], sorted(problems)
+    return built[id(root)], sorted(problems, key=_position)
 
 
 def _read_text(path: str) -> str:
@@ -249,9 +264,15 @@ def _read_text(path: str) -> str:
     return text
 
 
+def _position(problem: str) -> tuple[int, ...]:
+    """A located problem's (line, column), to sort problems in document order."""
+    head = problem.split(": ", 1)[0].split(":")
+    return tuple(int(n) for n in head) if all(n.isdigit() for n in head) else (0,)
+
+
 def _mark(exc: yaml.MarkedYAMLError) -> str:
     mark = exc.problem_mark or exc.context_mark
-    return f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return located(*_at(mark), "") if mark else ""
 
 
 MAX_NESTING = 64
@@ -265,6 +286,25 @@ _BRACKETS_ONLY = (bytes.maketrans(b"{}", b"[]"), bytes(range(256)).translate(Non
 
 # Indentation and the block indicators before a line's content, as one run of blanks.
 _LEADING = bytes.maketrans(b"\t-?:", b"    ")
+
+
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def _too_deep_at(data: bytes) -> yamlload.Position:
+    """The line and column of the bracket that opens level MAX_NESTING + 1 (counted as
+    _check_nesting counts, strings included); the first 1,000,000 brackets are looked at, and
+    the file's start is named when the place lies beyond them."""
+    depth = 0
+    for n, m in enumerate(_BRACKET.finditer(data)):
+        depth += 1 if m.group() in (b"[", b"{") else -1
+        if depth > MAX_NESTING:
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            column = len(data[start : m.start()].decode("utf-8", "replace")) + 1
+            return data.count(b"\n", 0, m.start()) + 1, column
+        if n >= 1_000_000:
+            break
+    return 1, 1
 
 
 def _check_nesting(text: str, path: str) -> None:
@@ -290,8 +330,11 @@ def _check_nesting(text: str, path: str) -> None:
     if depth > MAX_NESTING:
         raise _problem(
             path,
-            f"YAML nested more than {MAX_NESTING} levels deep in brackets; a baseline needs "
-            f"fewer than {MAX_NESTING}",
+            located(
+                *_too_deep_at(data),
+                f"YAML nested more than {MAX_NESTING} levels deep in brackets; a baseline "
+                f"needs fewer than {MAX_NESTING}",
+            ),
         )
     leading = b"\n" + data.translate(_LEADING)
     at = leading.find(b"\n" + b" " * (MAX_INDENT + 1))
@@ -299,8 +342,12 @@ def _check_nesting(text: str, path: str) -> None:
         line = leading.count(b"\n", 0, at + 1)
         raise _problem(
             path,
-            f"line {line}: indentation and block indicators ('- - - ...') span more than "
-            f"{MAX_INDENT} columns; a baseline nests far less deeply",
+            located(
+                line,
+                1,
+                f"indentation and block indicators ('- - - ...') span more than "
+                f"{MAX_INDENT} columns; a baseline nests far less deeply",
+            ),
         )
 
 
@@ -428,9 +475,15 @@ def _check_metric(
 _VALUE_KEYS = ("value", "min", "max")
 
 
+def _here(line_of: Any, where: list[str | int], message: str) -> str:
+    """`LINE:COL: $.path: message`, at the value `where` leads to."""
+    at = line_of(where)
+    text = f"{format_path(where)}: {message}"
+    return located(at[0], at[1], text) if at else text
+
+
 def _add(problems: list[str], line_of: Any, where: list[str | int], message: str) -> None:
-    line = line_of(where)
-    problems.append(f"{format_path(where)}: {message}" + (f" (line {line})" if line else ""))
+    problems.append(_here(line_of, where, message))
 
 
 def read_baseline_text(path: str | Path) -> str:
@@ -477,9 +530,13 @@ def parse_baseline(text: str, name: str) -> Baseline:
     ):
         raise _problem(
             name,
-            f"format_version {data['format_version']!r} is not one this perfgate reads "
-            f"(it reads {', '.join(map(str, READABLE_VERSIONS))}); upgrade perfgate or "
-            "re-record the baseline",
+            _here(
+                line_of,
+                ["format_version"],
+                f"format_version {data['format_version']!r} is not one this perfgate reads "
+                f"(it reads {', '.join(map(str, READABLE_VERSIONS))}); upgrade perfgate or "
+                "re-record the baseline",
+            ),
         )
     try:
         # The bulk (each kernel's metrics and info) is checked in plain Python when it is
@@ -500,9 +557,11 @@ def parse_baseline(text: str, name: str) -> Baseline:
     for i, kernel in enumerate(data["kernels"]):
         kid = kernel["id"]
         if kid in seen:
-            problems.append(
-                f"{format_path(['kernels', i, 'id'])}: duplicate id {kid!r} "
-                f"(also $.kernels[{seen[kid]}])"
+            _add(
+                problems,
+                line_of,
+                ["kernels", i, "id"],
+                f"duplicate id {kid!r} (also $.kernels[{seen[kid]}])",
             )
         seen.setdefault(kid, i)
         regex = kernel["match"].get("regex")
@@ -510,16 +569,14 @@ def parse_baseline(text: str, name: str) -> Baseline:
             try:
                 patterns.compile_pattern(regex)
             except re.error as exc:
-                problems.append(
-                    f"{format_path(['kernels', i, 'match', 'regex'])}: "
-                    f"not a valid regular expression: {exc}"
+                _add(
+                    problems,
+                    line_of,
+                    ["kernels", i, "match", "regex"],
+                    f"not a valid regular expression: {exc}",
                 )
             except patterns.UnsafePattern as exc:
-                line = line_of(["kernels", i, "match", "regex"])
-                problems.append(
-                    f"{format_path(['kernels', i, 'match', 'regex'])}: {regex!r} {exc}"
-                    + (f" (line {line})" if line else "")
-                )
+                _add(problems, line_of, ["kernels", i, "match", "regex"], f"{regex!r} {exc}")
         for metric, entry in kernel["metrics"].items():
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
     if problems:
@@ -541,6 +598,11 @@ def _program(data: Mapping[str, Any]) -> ProgramBaseline | None:
         unit=entry.get("unit", "ns"),
         calibration=entry.get("calibration"),
     )
+
+
+def _line(line_of: Any, where: JsonPath) -> int | None:
+    at = line_of(where) if line_of else None
+    return at[0] if at else None
 
 
 def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
@@ -613,7 +675,7 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
                     )
                     for h in kernel.get("history") or ()
                 ),
-                line=line_of(["kernels", i]) if line_of else None,
+                line=_line(line_of, ["kernels", i]),
             )
         )
     thresholds: dict[str, ThresholdOverride] = {}

@@ -34,7 +34,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from perfgate.common.errors import BaselineError
+from perfgate.common.errors import BaselineError, located
 
 _CParser: Any
 try:
@@ -43,7 +43,9 @@ except ImportError:  # PyYAML without libyaml: the node-based loader does all th
     _CParser = None
 
 JsonPath = Sequence[str | int]
-LineFinder = Callable[[JsonPath], int | None]
+# Where a value was written: its 1-based line and column.
+Position = tuple[int, int]
+LineFinder = Callable[[JsonPath], Position | None]
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _RESOLVER = yaml.resolver.Resolver()
@@ -69,12 +71,12 @@ class Parsed:
         data: Any,
         text: str,
         node: yaml.Node | None = None,
-        lines: dict[int, int] | None = None,
+        lines: dict[int, Position] | None = None,
     ) -> None:
         self.data = data
         self._text = text
         self._node = node
-        # id() of each map and sequence built from events -> the 1-based line it starts on.
+        # id() of each map and sequence built from events -> the line and column it starts at.
         self._lines = lines
 
     def _root(self) -> yaml.Node | None:
@@ -87,7 +89,7 @@ class Parsed:
         return self._node
 
     def line_finder(self, by_node: Callable[[yaml.Node | None], LineFinder]) -> LineFinder:
-        """`by_node(root)`'s answers: the line of the value at a JSON path (of the root where
+        """`by_node(root)`'s answers: the position of the value at a JSON path (of the root where
         the path leads nowhere). Maps and sequences answer from the lines kept while loading;
         other values compose the nodes, once, the first time one is asked for."""
         lines = self._lines
@@ -95,7 +97,7 @@ class Parsed:
             return by_node(self._root())
         finder: list[LineFinder] = []
 
-        def line_of(path: JsonPath) -> int | None:
+        def line_of(path: JsonPath) -> Position | None:
             # The walk by_node makes over nodes, made over the data: every key of a document
             # built here is a string written once, so the same path reaches the same value.
             target = self.data
@@ -186,7 +188,7 @@ def _build(parser: Any, text: str, path: str, max_depth: int) -> Parsed | None:
     if None in _RESOLVER.yaml_implicit_resolvers or _RESOLVER.yaml_path_resolvers:
         raise _Unsure  # resolvers registered by someone else: leave it to PyYAML
     cache: dict[str, Any] = {}
-    lines: dict[int, int] = {}
+    lines: dict[int, Position] = {}
     # The open collections, innermost last; for a map, the key waiting for its value.
     stack: list[Any] = []
     keys: list[Any] = []
@@ -209,7 +211,8 @@ def _build(parser: Any, text: str, path: str, max_depth: int) -> Parsed | None:
                 if len(stack) >= max_depth:
                     raise _too_deep(event, path, max_depth)
                 collection: Any = {} if cls is MappingStartEvent else []
-                lines[id(collection)] = event.start_mark.line + 1
+                mark = event.start_mark
+                lines[id(collection)] = (mark.line + 1, mark.column + 1)
                 stack.append(current)
                 keys.append(key)
                 if event.anchor is not None or event.tag is not None:
@@ -250,9 +253,14 @@ def _build(parser: Any, text: str, path: str, max_depth: int) -> Parsed | None:
 
 
 def _too_deep(event: Any, path: str, max_depth: int) -> BaselineError:
+    mark = event.start_mark
     return BaselineError(
-        f"line {event.start_mark.line + 1}: YAML nested more than {max_depth} levels deep; "
-        f"a baseline needs fewer than {max_depth}",
+        located(
+            mark.line + 1,
+            mark.column + 1,
+            f"YAML nested more than {max_depth} levels deep; a baseline needs fewer than "
+            f"{max_depth}",
+        ),
         path,
     )
 

@@ -8,7 +8,24 @@ code instead of a traceback.
 from __future__ import annotations
 
 import enum
+import re
 from pathlib import Path
+
+# A problem that knows where in its file it is starts `LINE:COL: ` (located()); the file is
+# put in front of it, so the line reads `FILE:LINE:COL: message`, the form editors, compilers
+# and GitHub problem matchers use (.github/perfgate-matcher.json).
+_LOCATED = re.compile(r"[1-9]\d*:[1-9]\d*: ")
+
+
+def located(line: int, column: int, message: str) -> str:
+    """`message` at a 1-based line and column of its file."""
+    return f"{line}:{column}: {message}"
+
+
+def _in_file(path: str | None, message: str) -> str:
+    if path is None:
+        return message
+    return f"{path}:{message}" if _LOCATED.match(message) else f"{path}: {message}"
 
 
 class ExitCode(enum.IntEnum):
@@ -31,17 +48,18 @@ class PerfgateError(Exception):
         super().__init__(message)
         self.message = message
         self.path = None if path is None else str(path)
-        # Several problems of one file, each `$.json.path: message` (schema validation).
+        # Several problems of one file, each `LINE:COL: $.json.path: message` (located()).
         self.problems = problems or []
 
     def lines(self) -> list[str]:
-        """One line per problem: `FILE::$.path: message`, or `FILE: message`."""
+        """One line per problem: `FILE:LINE:COL: message` (a baseline's problems: `FILE:LINE:
+        COL: $.json.path: message`), or `FILE: message` for one of the whole file."""
         if self.problems:
-            return [f"{self.path}::{p}" if self.path else p for p in self.problems]
+            return [_in_file(self.path, p) for p in self.problems]
         return [str(self)]
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        return _in_file(self.path, self.message)
 
 
 class CaptureError(PerfgateError):

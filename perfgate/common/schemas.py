@@ -10,6 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perfgate.common.errors import located
+
 JsonPath = Sequence[str | int]
 
 
@@ -76,9 +78,12 @@ def format_path(path: JsonPath) -> str:
 
 
 def schema_errors(
-    data: Any, schema_name: str, line_of: Callable[[JsonPath], int | None] | None = None
+    data: Any,
+    schema_name: str,
+    line_of: Callable[[JsonPath], tuple[int, int] | None] | None = None,
 ) -> list[str]:
-    """Every schema violation as `$.path: message (line N)`, in document order."""
+    """Every schema violation as `LINE:COL: $.path: message` (`$.path: message` where its
+    position is not known), in document order."""
     import jsonschema
 
     validator = _validator(schema_name)
@@ -97,7 +102,7 @@ def schema_errors(
             else:
                 message = jsonschema.exceptions.best_match(error.context).message
         path = list(error.absolute_path)
-        line = line_of(path) if line_of else None
-        suffix = f" (line {line})" if line else ""
-        messages.append(f"{format_path(path)}: {message}{suffix}")
+        at = line_of(path) if line_of else None
+        text = f"{format_path(path)}: {message}"
+        messages.append(located(*at, text) if at else text)
     return messages

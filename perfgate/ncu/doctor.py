@@ -140,10 +140,13 @@ def run_doctor(
     checks, path = ncu_checks(ncu)
     found = gpus()
     checks += gpu_checks(found)
-    checks.append(
-        permission_check(_read("/proc/driver/nvidia/params"), _read("/proc/self/status"),
-                         os.geteuid())
-    )  # fmt: skip
+    if found:
+        checks.append(
+            permission_check(_read("/proc/driver/nvidia/params"), _read("/proc/self/status"),
+                             os.geteuid())
+        )  # fmt: skip
+    else:  # without a GPU and its driver there are no counters to be allowed to read
+        checks.append(Check("counter permission", Status.SKIP, "needs a GPU and its driver"))
     if path is None or not found:
         checks.append(Check("sanity capture", Status.SKIP, "needs ncu and a GPU"))
     elif not baselines or not program:

@@ -692,11 +692,12 @@ def _new(
 def _notice(baseline: Baseline, capture: Capture, groups: Sequence[KernelGroup]) -> str:
     held = sorted({short_name(g.key.name) for g in groups})
     shown = ", ".join(held[:8]) + (f" and {len(held) - 8} more" if len(held) > 8 else "")
+    n = len(baseline.kernels)
+    lead = "the baselined kernel is not" if n == 1 else f"none of the {n} baselined kernels is"
     return (
-        f"none of the {len(baseline.kernels)} baselined kernels is in "
-        f"{', '.join(capture.paths)}: is it a capture of another program, or did a kernel "
-        f"filter (-k, --nvtx-include, --launch-count) leave them out? It holds "
-        f"{len(held)} kernels: {shown}"
+        f"{lead} in {', '.join(capture.paths)}: is it a capture of another program, or did a "
+        f"kernel filter (-k, --nvtx-include, --launch-count) leave {'it' if n == 1 else 'them'} "
+        f"out? It holds {len(held)} kernel{'' if len(held) == 1 else 's'}: {shown}"
     )
 
 

@@ -1,0 +1,112 @@
+"""Every baseline problem is one `FILE:LINE:COL: message` line (the json path kept first in
+the message, `FILE:LINE:COL: $.kernels[0].match: ...`), the form editors and GitHub problem
+matchers parse; .github/perfgate-matcher.json, which action.yml registers, turns perfgate's
+error lines into annotations on the baseline's line and column."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfgate.baseline.load import load_baseline
+from perfgate.common.errors import BaselineError
+from tests.conftest import ROOT
+
+CORPUS = ROOT / "tests" / "corpus" / "baselines"
+# Problems of the whole file, with no line to point at.
+WHOLE_FILE = {"binary.yaml", "empty.yaml", "comments-only.yaml"}
+LOCATED = re.compile(r"^(?P<file>[^:]+):(?P<line>[1-9]\d*):(?P<col>[1-9]\d*): (?P<message>\S.*)$")
+MATCHER = json.loads((ROOT / ".github" / "perfgate-matcher.json").read_text())
+
+
+def _problems(path: Path) -> list[str]:
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    return info.value.lines()
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in CORPUS.iterdir() if p.name not in WHOLE_FILE)
+)
+def test_every_baseline_problem_names_file_line_and_column(name: str) -> None:
+    path = CORPUS / name
+    try:
+        load_baseline(path)
+    except BaselineError as exc:
+        lines = exc.lines()
+    else:
+        pytest.skip("a valid baseline")
+    for line in lines:
+        m = LOCATED.match(line)
+        assert m, line
+        assert m.group("file") == str(path)
+        assert int(m.group("line")) <= len(path.read_bytes().splitlines()) + 1
+        assert "(line " not in m.group("message"), line
+
+
+def test_a_schema_problem_keeps_its_json_path_after_the_position() -> None:
+    lines = _problems(CORPUS / "wrong-types.yaml")
+    assert lines[0] == (
+        f"{CORPUS / 'wrong-types.yaml'}:6:46: $.kernels[0].metrics.registers_per_thread.min: "
+        "'sixteen' is not of type 'number'"
+    ), lines
+
+
+def test_a_yaml_syntax_error_is_in_the_same_form() -> None:
+    assert _problems(CORPUS / "syntax-error.yaml")[0].startswith(
+        f"{CORPUS / 'syntax-error.yaml'}:3:3: not valid YAML"
+    )
+
+
+def _match(line: str) -> dict[str, str] | None:
+    (pattern,) = MATCHER["problemMatcher"][0]["pattern"]
+    m = re.search(pattern["regexp"], line)
+    if not m:
+        return None
+    return {key: m.group(pattern[key]) for key in ("file", "line", "column", "message")}
+
+
+def test_the_problem_matcher_reads_perfgates_real_error_output(tmp_path: Path) -> None:
+    (matcher,) = MATCHER["problemMatcher"]
+    assert matcher["owner"] == "perfgate" and matcher["severity"] == "error"
+    bad = tmp_path / "h100.yaml"
+    bad.write_text((CORPUS / "wrong-types.yaml").read_text())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfgate",
+            "baseline",
+            "validate",
+            str(bad),
+            str(CORPUS / "syntax-error.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2
+    errors = proc.stderr.strip().splitlines()
+    assert len(errors) == 3
+    found = [_match(line) for line in errors]
+    assert found[0] == {
+        "file": str(bad),
+        "line": "6",
+        "column": "46",
+        "message": "$.kernels[0].metrics.registers_per_thread.min: 'sixteen' is not of type 'number'",
+    }
+    assert found[2] is not None and found[2]["file"] == str(CORPUS / "syntax-error.yaml")
+    assert (found[2]["line"], found[2]["column"]) == ("3", "3")
+    assert found[2]["message"].startswith("not valid YAML")
+    # Not an error line of a file: the report's own lines are left alone.
+    assert _match("perfgate check FAILED: 8 regressed with 10 root causes") is None
+
+
+def test_the_action_registers_the_matcher() -> None:
+    action = (ROOT / "action.yml").read_text()
+    assert 'echo "::add-matcher::$GITHUB_ACTION_PATH/.github/perfgate-matcher.json"' in action
