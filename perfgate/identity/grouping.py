@@ -14,6 +14,7 @@ unambiguous, so renumbering is recognised without ever merging two real kernels.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -76,8 +77,8 @@ class KernelKey:
     nvtx: str | None = None
     work: int | None = None  # 1-based work class, only where one name and shape has several
 
-    @property
-    def normalised(self) -> str:
+    @functools.cached_property
+    def normalised(self) -> str:  # the regexes of normalise() once per key, not per lookup
         return normalise(self.name)
 
 
