@@ -123,3 +123,48 @@ def test_an_aborting_reader_leaves_no_stale_passed_report(fake_reader: Path, mon
     assert len(lines) == 1 and lines[0].startswith(f"perfgate: error: {fake_reader}"), proc.stderr
     assert "SIGABRT" in lines[0] and "Traceback" not in proc.stderr
     assert all("earlier run" not in p.read_text() for p in (json_path, junit) if p.exists())
+
+
+def _check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", *args],
+        capture_output=True, cwd=ROOT, timeout=120, env=env,
+    )  # fmt: skip
+
+
+def test_a_file_name_that_is_not_utf8_is_one_input_error(tmp_path: Path) -> None:
+    # Its name in the JSON report, or any report, was an internal error (UnicodeEncodeError).
+    path = os.path.join(os.fsencode(tmp_path), b"run\xe9.csv")
+    Path(os.fsdecode(path)).write_bytes(CAPTURE.read_bytes())
+    proc = _check("check", "-b", str(ZOO), "-c", os.fsdecode(path), "--json", str(tmp_path / "r.json"))  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and b"Traceback" not in proc.stderr
+    assert lines[0].startswith(f"perfgate: error: {tmp_path}/run\\xe9.csv: the file name is not UTF-8")  # fmt: skip
+
+
+def test_a_subnormal_instruction_count_never_divides_into_infinity() -> None:
+    from perfgate.identity.grouping import log_distance
+
+    assert log_distance(5e-324, 1e6) == pytest.approx(758.26, abs=0.01)  # a math domain error
+
+
+def test_source_date_epoch_past_the_year_9999_is_a_usage_error() -> None:
+    from perfgate.common.errors import ExitCode, UsageError
+    from perfgate.lifecycle.plan import now
+
+    assert now({"SOURCE_DATE_EPOCH": "0"}) == "1970-01-01T00:00:00Z"
+    for epoch in ("253402300800", "9" * 5000):
+        with pytest.raises(UsageError, match=r"SOURCE_DATE_EPOCH=.* is not a time perfgate can write") as exc:  # fmt: skip
+            now({"SOURCE_DATE_EPOCH": epoch})
+        assert exc.value.exit_code == ExitCode.INPUT_ERROR
+
+
+def test_the_fake_ncu_exit_code_variable_set_to_text_is_one_line() -> None:
+    env = {**os.environ, "FAKE_NCU_STDOUT": str(CAPTURE), "FAKE_NCU_RC": "one"}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "fake_ncu.py"), "--csv"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "fake_ncu: FAKE_NCU_RC must be an integer exit code, not 'one'\n"

@@ -163,4 +163,5 @@ def readable_ids(keys: Sequence[KernelKey]) -> dict[KernelKey, str]:
 
 
 def log_distance(a: float, b: float) -> float:
-    return abs(math.log(a / b)) if a > 0 and b > 0 else math.inf
+    # The difference of the logs: a / b underflows to 0 for 5e-324 / 1e6 (math domain error).
+    return abs(math.log(a) - math.log(b)) if a > 0 and b > 0 else math.inf
