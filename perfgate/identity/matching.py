@@ -12,6 +12,7 @@ baselined kernels launched before and after it).
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -293,30 +294,45 @@ def _position(launches: Sequence[Launch], source: str) -> int | None:
 class _Unclaimed:
     """The unclaimed groups indexed once by normalised name, family and first position, so
     that pairing each missing kernel with them costs no pass over all of them (a 2,000-kernel
-    baseline with every kernel missing took 35 s when each pass was redone; issue 23)."""
+    baseline with every kernel missing took 35 s when each pass was redone; issue 23). Each
+    index is built when first needed."""
 
     def __init__(self, unclaimed: Sequence[KernelGroup], source: str) -> None:
-        self.by_name: dict[str, list[KernelGroup]] = {}
-        self.by_family: dict[str, list[KernelGroup]] = {}
-        placed: list[tuple[int, int]] = []
-        for n, g in enumerate(unclaimed):
-            self.by_name.setdefault(normalise(g.key.name), []).append(g)
+        self.groups = list(unclaimed)
+        self.source = source
+
+    @functools.cached_property
+    def by_name(self) -> dict[str, list[KernelGroup]]:
+        out: dict[str, list[KernelGroup]] = {}
+        for g in self.groups:
+            out.setdefault(g.key.normalised, []).append(g)
+        return out
+
+    @functools.cached_property
+    def by_family(self) -> dict[str, list[KernelGroup]]:
+        out: dict[str, list[KernelGroup]] = {}
+        for g in self.groups:
             family = family_of(g.key.name)
             if family is not None:
-                self.by_family.setdefault(family.name, []).append(g)
-            p = _position(g.launches, source)
-            if p is not None:
-                placed.append((p, n))
-        placed.sort()
-        self.groups = list(unclaimed)
-        self.positions = [p for p, _ in placed]
-        self.order = [n for _, n in placed]
+                out.setdefault(family.name, []).append(g)
+        return out
+
+    @functools.cached_property
+    def placed(self) -> tuple[list[int], list[int]]:
+        """The first positions in `source`, sorted, and the groups' indices in that order."""
+        pairs = sorted(
+            (p, n)
+            for n, g in enumerate(self.groups)
+            if (p := _position(g.launches, self.source)) is not None
+        )
+        return [p for p, _ in pairs], [n for _, n in pairs]
 
     def between(self, before: int, after: int | None) -> list[KernelGroup]:
         """The groups first launched after `before` and before `after`, in their order."""
-        lo = bisect.bisect_right(self.positions, before)
-        hi = len(self.positions) if after is None else bisect.bisect_left(self.positions, after)
-        return [self.groups[n] for n in sorted(self.order[lo:hi])]
+        positions, order = self.placed
+        lo = bisect.bisect_right(positions, before)
+        hi = len(positions) if after is None else bisect.bisect_left(positions, after)
+        return [self.groups[n] for n in sorted(order[lo:hi])]
 
 
 def _same_kernel(name: str, unclaimed: _Unclaimed) -> list[KernelGroup]:
