@@ -204,11 +204,13 @@ def slow(workdir: Path) -> None:
     print(
         f"| one 32 KB lambda-style kernel name | {_timed('check', '-b', str(ZOO), '-c', str(path)):.2f} |"
     )
-    for n in (2000, 10_000):
+    # 10,000 full entries would pass the 16 MiB baseline limit: those have one metric each.
+    for n, lean in ((2000, False), (10_000, True)):
         base = workdir / f"missing-{n}.yaml"
-        missing_baseline(base, n)
+        missing_baseline(base, n, lean)
         took = _timed("check", "-b", str(base), "-c", str(CAPTURE))
-        print(f"| {n:,} baselined kernels, all missing | {took:.2f} |")
+        kind = " (one metric each)" if lean else ""
+        print(f"| {n:,} baselined kernels{kind}, all missing | {took:.2f} |")
     folder = workdir / "runs"
     folder.mkdir()
     args = [a for p in many_files(folder, 1500) for a in ("-c", str(p))]
