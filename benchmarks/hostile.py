@@ -12,8 +12,12 @@ path scales (docs/limits.md).
   `-k '(a+)+$'` over a kernel named 30 letters `a` and a `!` (25 s before: now refused up
   front), and 60 accepted patterns against one long name (49 s before, with a budget of 2 s
   per pattern: now one budget of 2 s for them all).
+- the slow cases of issue 23, each made by a generator below (tests/test_slow_inputs.py runs
+  them with a time bound): a 32 KB lambda-style kernel name, a baseline whose kernels are all
+  missing, a check of many capture files, a capture of many kernel names.
 
     python benchmarks/hostile.py
+    python benchmarks/hostile.py --slow
     python benchmarks/hostile.py --columns 0,20000,40000 --repeat 5
     python benchmarks/hostile.py --only regex
 """
@@ -175,6 +179,97 @@ def regex(workdir: Path, repeat: int) -> None:
         print(f"| {label} | {min(times):.2f} | {code} |")
 
 
+# ----------------------------------------------------------------- slow cases (issue 23)
+
+
+def _capture_lines() -> tuple[list[str], int]:
+    lines = CAPTURE.read_text().splitlines(keepends=True)
+    return lines, next(i for i, line in enumerate(lines) if "Kernel Name" in line)
+
+
+def lambda_name(path: Path, size: int = 32_000) -> None:
+    """The zoo capture with one launch renamed to a lambda-style name of `size` characters: a
+    new kernel, named for the report by its template arguments (20 s when the search for a
+    lambda's enclosing function was quadratic)."""
+    lines, at = _capture_lines()
+    fields = lines[at + 2].split('","')
+    fields[4] = "void k<lambda " + "a" * size + ">(int)"
+    lines[at + 2] = '","'.join(fields)
+    path.write_text("".join(lines))
+
+
+def missing_baseline(path: Path, kernels: int, lean: bool = False) -> None:
+    """zoo.yaml with `kernels` more kernels that no capture holds: each is missing. Each is a
+    copy of init_random's entry, or with `lean` one metric only (a quicker load)."""
+    lines = ZOO.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith("- id: init_random"))
+    end = next(i for i, line in enumerate(lines) if i > first and line.startswith("- id:"))
+    entry = "".join(lines[first:end])
+    if lean:
+        entry = (
+            "- id: init_random\n  match: {name: 'init_random(float *, int, unsigned int)'}\n"
+            "  metrics:\n    registers_per_thread: {value: 16}\n"
+        )
+    with path.open("w") as fh:
+        fh.writelines(lines)
+        for i in range(kernels):
+            fh.write(entry.replace("init_random", f"gone_{i}"))
+
+
+def many_files(folder: Path, files: int) -> list[Path]:
+    """`files` copies of the zoo capture (each a separate run of the same program)."""
+    text = CAPTURE.read_text()
+    paths = []
+    for i in range(files):
+        paths.append(folder / f"run{i}.csv")
+        paths[-1].write_text(text)
+    return paths
+
+
+def many_names(path: Path, kernels: int) -> None:
+    """The zoo capture's launches repeated under `kernels` different names: all new."""
+    lines, at = _capture_lines()
+    rows = lines[at + 2 :]
+    with path.open("w") as fh:
+        fh.writelines(lines[: at + 2])
+        for i in range(kernels):
+            fields = rows[i % len(rows)].split('","')
+            fields[0] = f'"{i}'
+            fields[4] = f"kernel_{i}(float *, int)"
+            fh.write('","'.join(fields))
+
+
+def _timed(*args: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "perfgate", *args], capture_output=True, cwd=ROOT)
+    took = time.perf_counter() - start
+    assert proc.returncode in (0, 1), proc.stderr
+    return took
+
+
+def slow(workdir: Path) -> None:
+    print("\n| case | perfgate check, s |\n|---|---|")
+    path = workdir / "lambda.csv"
+    lambda_name(path)
+    print(
+        f"| one 32 KB lambda-style kernel name | {_timed('check', '-b', str(ZOO), '-c', str(path)):.2f} |"
+    )
+    # 10,000 full entries would pass the 16 MiB baseline limit: those have one metric each.
+    for n, lean in ((2000, False), (10_000, True)):
+        base = workdir / f"missing-{n}.yaml"
+        missing_baseline(base, n, lean)
+        took = _timed("check", "-b", str(base), "-c", str(CAPTURE))
+        kind = " (one metric each)" if lean else ""
+        print(f"| {n:,} baselined kernels{kind}, all missing | {took:.2f} |")
+    folder = workdir / "runs"
+    folder.mkdir()
+    args = [a for p in many_files(folder, 1500) for a in ("-c", str(p))]
+    print(f"| 1,500 capture files | {_timed('check', '-b', str(ZOO), *args):.2f} |")
+    path = workdir / "names.csv"
+    many_names(path, 100_000)
+    print(f"| 100,000 kernel names | {_timed('check', '-b', str(ZOO), '-c', str(path)):.2f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--columns", default="0,10000,20000,40000")
@@ -191,6 +286,17 @@ def main(argv: list[str] | None = None) -> int:
             columns(work, [int(n) for n in args.columns.split(",")], args.repeat)
         if args.only in (None, "regex"):
             regex(work, args.repeat)
+
+
+    parser.add_argument("--slow", action="store_true", help="only the slow cases of issue 23")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.slow:
+            slow(Path(tmp))
+            return 0
+        guard(Path(tmp), args.repeat)
+        rows(Path(tmp), args.repeat)
+        columns(Path(tmp), [int(n) for n in args.columns.split(",")], args.repeat)
     return 0
 
 

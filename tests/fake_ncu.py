@@ -15,6 +15,16 @@ import sys
 from pathlib import Path
 
 
+def _exit_code(default: str) -> int:
+    """FAKE_NCU_RC as an exit code; text there is one line and exit code 2, no traceback."""
+    text = os.environ.get("FAKE_NCU_RC", default)
+    try:
+        return int(text)
+    except ValueError:
+        sys.stderr.write(f"fake_ncu: FAKE_NCU_RC must be an integer exit code, not {text!r}\n")
+        return 2
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--version"]:
         sys.stdout.write(Path(os.environ["FAKE_NCU_VERSION"]).read_text())
@@ -25,7 +35,7 @@ def main(argv: list[str]) -> int:
     Path(os.environ.get("FAKE_NCU_ARGV", os.devnull)).write_text("\n".join(argv))
     if "FAKE_NCU_STDOUT" in os.environ:
         sys.stdout.write(Path(os.environ["FAKE_NCU_STDOUT"]).read_text())
-        return int(os.environ.get("FAKE_NCU_RC", "1"))
+        return _exit_code("1")
     options_with_value = {
         "--clock-control", "--target-processes", "--replay-mode", "--metrics",
         "--kernel-name-base", "--kernel-name", "--launch-skip", "--launch-count",
@@ -43,7 +53,7 @@ def main(argv: list[str]) -> int:
     subprocess.run(program, check=False)
     Path(values["--log-file"]).write_text(Path(os.environ["FAKE_NCU_LOG"]).read_text())
     Path(values["--export"] + ".ncu-rep").write_bytes(b"NVIDIA-report")
-    return int(os.environ.get("FAKE_NCU_RC", "0"))
+    return _exit_code("0")
 
 
 if __name__ == "__main__":

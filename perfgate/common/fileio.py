@@ -73,6 +73,20 @@ def _identity(path: str | Path) -> tuple[int, int] | None:
 Output = tuple[str, str | None]  # (the option or variable that names it, the path)
 
 
+def _text_name(path: str | Path | None) -> None:
+    """Refuse a file name that is not UTF-8 text (Python holds its bytes as surrogates): every
+    report names its inputs, and JSON, JUnit XML and Markdown cannot hold such a name."""
+    if path is None:
+        return
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            "the file name is not UTF-8 text; rename the file (perfgate's reports name it)",
+            os.fsencode(path).decode("utf-8", "backslashreplace"),
+        ) from exc
+
+
 def check_outputs(
     outputs: Iterable[str | Output | None],
     inputs: Iterable[str | Path],
@@ -86,7 +100,12 @@ def check_outputs(
     "$GITHUB_OUTPUT") is named in the message. Outputs also in `regular_only` (default: all)
     are refused when not regular files; others (GitHub's step files, skipped by the caller)
     are not. Raises UsageError naming the output, the option and the input: the one rule for
-    every command that writes (check, record, baseline accept/update, capture)."""
+    every command that writes (check, record, baseline accept/update, capture). A file name
+    that is not UTF-8 text, input or output, is refused too."""
+    inputs = list(inputs)
+    outputs = list(outputs)
+    for path in [*inputs, *(o[1] if isinstance(o, tuple) else o for o in outputs)]:
+        _text_name(path)
     files: dict[object, tuple[str, str]] = {}
     for path in inputs:
         ident = _identity(path)

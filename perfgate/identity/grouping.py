@@ -14,6 +14,7 @@ unambiguous, so renumbering is recognised without ever merging two real kernels.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -69,8 +70,8 @@ class KernelKey:
     nvtx: str | None = None
     work: int | None = None  # 1-based work class, only where one name and shape has several
 
-    @property
-    def normalised(self) -> str:
+    @functools.cached_property
+    def normalised(self) -> str:  # the regexes of normalise() once per key, not per lookup
         return normalise(self.name)
 
 
@@ -176,4 +177,5 @@ def new_ids(keys: Sequence[KernelKey], taken: Iterable[str]) -> dict[KernelKey, 
 
 
 def log_distance(a: float, b: float) -> float:
-    return abs(math.log(a / b)) if a > 0 and b > 0 else math.inf
+    # The difference of the logs: a / b underflows to 0 for 5e-324 / 1e6 (math domain error).
+    return abs(math.log(a) - math.log(b)) if a > 0 and b > 0 else math.inf

@@ -11,6 +11,8 @@ baselined kernels launched before and after it).
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -160,6 +162,17 @@ def _by_name(
     return _Pass(taken, frozenset(claimed), left)
 
 
+def _index(
+    groups: Sequence[KernelGroup], key: Callable[[KernelGroup], str]
+) -> dict[str, list[int]]:
+    """Group indices by a name, in order: a pass over K entries costs K lookups, not K x
+    groups (100,000 kernel names took 27 s when each entry scanned every group; issue 23)."""
+    out: dict[str, list[int]] = {}
+    for i, group in enumerate(groups):
+        out.setdefault(key(group), []).append(i)
+    return out
+
+
 def _one_to_one(
     entries: Sequence[KernelBaseline],
     groups: Sequence[KernelGroup],
@@ -174,13 +187,10 @@ def _one_to_one(
     now = set(claimed)
     left: list[KernelBaseline] = []
     rivals = Counter(normalise(e.match.name or "") for e in entries)
+    by_norm = _index(groups, lambda g: g.key.normalised)
     for entry in entries:
         norm = normalise(entry.match.name or "")
-        candidates = [
-            i
-            for i, g in enumerate(groups)
-            if i not in now and g.key.normalised == norm and fits(entry, g)
-        ]
+        candidates = [i for i in by_norm.get(norm, ()) if i not in now and fits(entry, groups[i])]
         if rivals[norm] == 1 and len(candidates) == 1:
             index = candidates[0]
             now.add(index)
@@ -210,18 +220,23 @@ def _tuned_renamed(
     left: list[KernelBaseline] = []
     rivals = Counter(normalise(e.match.name or "") for e in entries)
     exact_rivals = Counter(e.match.name or "" for e in entries)
+    by_name = _index(groups, lambda g: g.key.name)
+    by_norm = _index(groups, lambda g: g.key.normalised)
     for entry in entries:
         pinned = entry.pinned
         name = entry.match.name or ""
         norm = normalise(name)
 
         nvtx = entry.match.nvtx
-        free = [
-            i for i, g in enumerate(groups) if i not in now and not (by_nvtx and g.key.nvtx != nvtx)
-        ]
-        exact = [i for i in free if groups[i].key.name == name]
+
+        def free(indices: Sequence[int], nvtx: str | None = nvtx) -> list[int]:
+            return [
+                i for i in indices if i not in now and not (by_nvtx and groups[i].key.nvtx != nvtx)
+            ]
+
+        exact = free(by_name.get(name, ()))
         renamed = not exact
-        candidates = exact or [i for i in free if groups[i].key.normalised == norm]
+        candidates = exact or free(by_norm.get(norm, ()))
         names = {groups[i].key.name for i in candidates}
         moved = pinned is not None and all(
             (groups[i].key.grid, groups[i].key.block) != (pinned.grid, pinned.block)
@@ -308,46 +323,91 @@ def _position(launches: Sequence[Launch], source: str) -> int | None:
     return min((la.index for la in launches if la.source == source), default=None)
 
 
-def _first_index(result: Matching, kernel: str, source: str) -> int | None:
-    return _position(result.launches(kernel), source)
+class _Unclaimed:
+    """The unclaimed groups indexed once by normalised name, family and first position, so
+    that pairing each missing kernel with them costs no pass over all of them (a 2,000-kernel
+    baseline with every kernel missing took 35 s when each pass was redone; issue 23). Each
+    index is built when first needed."""
+
+    def __init__(self, unclaimed: Sequence[KernelGroup], source: str) -> None:
+        self.groups = list(unclaimed)
+        self.source = source
+
+    @functools.cached_property
+    def by_name(self) -> dict[str, list[KernelGroup]]:
+        out: dict[str, list[KernelGroup]] = {}
+        for g in self.groups:
+            out.setdefault(g.key.normalised, []).append(g)
+        return out
+
+    @functools.cached_property
+    def by_family(self) -> dict[str, list[KernelGroup]]:
+        out: dict[str, list[KernelGroup]] = {}
+        for g in self.groups:
+            family = family_of(g.key.name)
+            if family is not None:
+                out.setdefault(family.name, []).append(g)
+        return out
+
+    @functools.cached_property
+    def placed(self) -> tuple[list[int], list[int]]:
+        """The first positions in `source`, sorted, and the groups' indices in that order."""
+        pairs = sorted(
+            (p, n)
+            for n, g in enumerate(self.groups)
+            if (p := _position(g.launches, self.source)) is not None
+        )
+        return [p for p, _ in pairs], [n for _, n in pairs]
+
+    def between(self, before: int, after: int | None) -> list[KernelGroup]:
+        """The groups first launched after `before` and before `after`, in their order."""
+        positions, order = self.placed
+        lo = bisect.bisect_right(positions, before)
+        hi = len(positions) if after is None else bisect.bisect_left(positions, after)
+        return [self.groups[n] for n in sorted(order[lo:hi])]
 
 
-def _same_kernel(name: str, unclaimed: Sequence[KernelGroup]) -> list[KernelGroup]:
+def _same_kernel(name: str, unclaimed: _Unclaimed) -> list[KernelGroup]:
     """The new groups of the missing kernel's normalised name: itself at another shape."""
-    return [g for g in unclaimed if normalise(g.key.name) == normalise(name)]
+    return list(unclaimed.by_name.get(normalise(name), ()))
 
 
-def _same_family(name: str, unclaimed: Sequence[KernelGroup]) -> tuple[list[KernelGroup], str]:
+def _same_family(name: str, unclaimed: _Unclaimed) -> tuple[list[KernelGroup], str]:
     """The new groups of the missing kernel's library family, and why they are named: a
     library picks its kernel at run time, so another of its kernels is a substitution."""
     family = family_of(name)
     if family is None:
         return [], ""
-    kin = [g for g in unclaimed if family_of(g.key.name) == family]
+    kin = list(unclaimed.by_family.get(family.name, ()))
     return kin, f"another {family.name} kernel"
 
 
-def _launched_where(order: list[str], at: int, result: Matching, source: str) -> list[KernelGroup]:
+def _neighbours(order: list[str], result: Matching, source: str) -> list[tuple[int, int | None]]:
+    """Per baselined kernel, in order: where the nearest matched kernel baselined before it
+    first ran in `source` (-1: none) and where the nearest one after it did (None: none)."""
+    first = [_position(result.launches(k), source) for k in order]
+    out: list[tuple[int, int | None]] = []
+    before = -1
+    for at in range(len(order)):
+        out.append((before, None))
+        if first[at] is not None:
+            before = first[at]  # type: ignore[assignment]
+    after: int | None = None
+    for at in range(len(order) - 1, -1, -1):
+        out[at] = (out[at][0], after)
+        if first[at] is not None:
+            after = first[at]
+    return out
+
+
+def _launched_where(around: tuple[int, int | None], unclaimed: _Unclaimed) -> list[KernelGroup]:
     """The new groups that now run where the missing kernel ran: after the nearest matched
     kernel baselined before it and before the nearest one after it, in the first capture
     file of the unclaimed groups. Nothing when it has no matched neighbour at all."""
-    before = next(
-        (i for k in reversed(order[:at]) if (i := _first_index(result, k, source)) is not None),
-        -1,
-    )
-    after = next(
-        (i for k in order[at + 1 :] if (i := _first_index(result, k, source)) is not None),
-        None,
-    )
+    before, after = around
     if before < 0 and after is None:
         return []
-    return [
-        g
-        for g in result.unclaimed
-        if (p := _position(g.launches, source)) is not None
-        and p > before
-        and (after is None or p < after)
-    ]
+    return unclaimed.between(before, after)
 
 
 def _replacements(
@@ -358,18 +418,21 @@ def _replacements(
     family (a substitution); the kernels launched where it used to run."""
     order = [k.id for k in baseline.kernels]
     source = result.unclaimed[0].launches[0].source if result.unclaimed else ""
+    unclaimed = _Unclaimed(result.unclaimed, source)
+    where = {k: i for i, k in reversed(list(enumerate(order)))}
+    around = _neighbours(order, result, source) if missing else []
     replaced: dict[str, tuple[list[KernelGroup], str]] = {}
     for entry in missing:
         name = entry.name or entry.match.name or ""
-        same = _same_kernel(name, result.unclaimed)
+        same = _same_kernel(name, unclaimed)
         if same:
             replaced[entry.id] = (same, "the same kernel at another launch shape")
             continue
-        kin, why = _same_family(name, result.unclaimed)
+        kin, why = _same_family(name, unclaimed)
         if kin:
             replaced[entry.id] = (kin, why)
             continue
-        window = _launched_where(order, order.index(entry.id), result, source)
+        window = _launched_where(around[where[entry.id]], unclaimed)
         if window:
             replaced[entry.id] = (window, "launched where it used to run")
     return replaced

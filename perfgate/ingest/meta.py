@@ -61,6 +61,8 @@ def read_meta(capture_path: str) -> CaptureMeta:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CaptureError(f"not JSON: {exc}", path) from exc
+    except RecursionError as exc:  # 100,000 nested brackets: json recurses once per level
+        raise CaptureError("JSON nested too deeply: not a perfgate sidecar", path) from exc
     if not isinstance(doc, dict) or "perfgate_capture" not in doc:
         raise CaptureError("not a perfgate capture sidecar (no perfgate_capture key)", path)
     values: dict[str, str | None] = {}

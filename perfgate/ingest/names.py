@@ -171,7 +171,9 @@ def _template_arguments(text: str) -> list[str]:
 
 
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
-_ENCLOSING = re.compile(r"([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*::\s*\[lambda")
+# The name starts at a word boundary: from every letter of a 32 KB word, `\w*` scanned the rest
+# of it (quadratic: 20 s for one lambda-style name; issue 23).
+_ENCLOSING = re.compile(r"(?<!\w)([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*::\s*\[lambda")
 _MAX_ARG = 28
 _MAX_ARGS = 3  # the distinguishing arguments come first in every library seen
 

@@ -3,11 +3,23 @@
 The module ships in Nsight Compute's extras/python and as the PyPI wheel `ncu-report`
 (`pip install 'perfgate[ncu-rep]'`). Values come typed, so there is no locale or unit-scaling
 question; units are normalised the same way as the CSV reader's.
+
+NVIDIA's reader is C++ that trusts the file: one corrupt length field aborts the process
+(SIGABRT), past any `except`. So a report is read in a child Python (an argument list, never a
+shell), which sends the launches back as JSON; a child that dies by a signal or exits non-zero
+is an input error naming the file (issue 23), and the parent goes on to write its reports.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +67,119 @@ def _dim3(action: Any, prefix: str) -> Dim3 | None:
 
 
 def read_ncu_rep(path: str, wanted: Callable[[str], bool] | None = None) -> Capture:
+    """The report's launches, read by NVIDIA's module in a child process."""
+    _load_module(path)  # the install hint, without starting a child that would only fail
+    names = getattr(wanted, "names", None)
+    request = {"path": path, "names": sorted(names) if names is not None else None}
+    with tempfile.TemporaryDirectory(prefix="perfgate-ncu-rep-") as tmp:
+        out = Path(tmp) / "capture.json"
+        request["out"] = str(out)
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, json.dumps(request)],
+            stdin=subprocess.DEVNULL, capture_output=True, env=env, check=False,
+        )  # fmt: skip
+        if proc.returncode < 0:
+            try:
+                name = signal.Signals(-proc.returncode).name
+            except ValueError:
+                name = f"signal {-proc.returncode}"
+            raise CaptureError(
+                f"ncu_report crashed reading this report ({name}): the file is corrupt, cut "
+                "off or from an Nsight Compute this ncu_report cannot read",
+                path,
+            )
+        if proc.returncode != 0 or not out.exists():
+            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = f": {tail[-1][:300]}" if tail else ""
+            raise CaptureError(
+                f"ncu_report failed reading this report (exit code {proc.returncode}){why}", path
+            )
+        answer = json.loads(out.read_text(encoding="utf-8"))
+    if "error" in answer:
+        raise CaptureError(str(answer["error"]), path)
+    capture = _from_json(answer, path)
+    if wanted is not None and names is None:
+        capture = _filtered(capture, wanted)
+    return capture
+
+
+# The child: reads the report with NVIDIA's module and writes the launches as JSON to the
+# file the parent named; a CaptureError is written as {"error": ...}.
+_CHILD = "from perfgate.ingest.ncu_rep import _child_main; _child_main()"
+
+
+def _child_main() -> None:
+    request = json.loads(sys.argv[1])
+    path, names = request["path"], request["names"]
+    wanted = _Names(names) if names is not None else None
+    try:
+        capture = _read_in_process(path, wanted)
+        answer: dict[str, Any] = {"launches": [_launch_json(la) for la in capture.launches],
+                                  "columns": sorted(capture.columns)}  # fmt: skip
+    except CaptureError as exc:
+        answer = {"error": exc.message}
+    Path(request["out"]).write_text(json.dumps(answer), encoding="utf-8")
+
+
+class _Names:
+    def __init__(self, names: list[str]) -> None:
+        self.names = frozenset(names)
+
+    def __call__(self, name: str) -> bool:
+        return name in self.names
+
+
+def _launch_json(la: Launch) -> dict[str, Any]:
+    return {
+        "index": la.index, "name": la.name, "block": la.block, "grid": la.grid,
+        "metrics": dict(la.metrics), "units": dict(la.units), "device": la.device, "cc": la.cc,
+        "rules": dict(la.rules), "lines": {k: [list(p) for p in v] for k, v in la.lines.items()},
+    }  # fmt: skip
+
+
+def _dim(value: Any) -> Dim3 | None:
+    return (int(value[0]), int(value[1]), int(value[2])) if value is not None else None
+
+
+def _from_json(answer: dict[str, Any], path: str) -> Capture:
+    launches = tuple(
+        Launch(
+            index=int(d["index"]),
+            name=str(d["name"]),
+            function=function_name(str(d["name"])),
+            block=_dim(d["block"]),
+            grid=_dim(d["grid"]),
+            metrics=d["metrics"],
+            units=d["units"],
+            device=d["device"],
+            cc=d["cc"],
+            source=path,
+            rules=d["rules"],
+            lines={
+                k: tuple((str(f), float(v)) for f, v in pairs) for k, pairs in d["lines"].items()
+            },
+        )
+        for d in answer["launches"]
+    )
+    return Capture(paths=(path,), launches=launches, columns=frozenset(answer["columns"]))
+
+
+def _filtered(capture: Capture, wanted: Callable[[str], bool]) -> Capture:
+    launches = tuple(
+        replace(
+            la,
+            metrics={k: v for k, v in la.metrics.items() if wanted(k) or k == DEVICE_NAME},
+            units={k: v for k, v in la.units.items() if wanted(k) or k == DEVICE_NAME},
+        )
+        for la in capture.launches
+    )
+    return replace(capture, launches=launches)
+
+
+def _read_in_process(path: str, wanted: Callable[[str], bool] | None = None) -> Capture:
     module = _load_module(path)
     try:
         report = module.load_report(path)

@@ -143,11 +143,15 @@ def now(env: Mapping[str, str] | None = None) -> str:
     """UTC now; SOURCE_DATE_EPOCH (the reproducible-builds convention) fixes it."""
     env = os.environ if env is None else env
     epoch = env.get("SOURCE_DATE_EPOCH")
-    moment = (
-        dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc)
-        if epoch and epoch.isdigit()
-        else dt.datetime.now(dt.timezone.utc)
-    )
+    moment = dt.datetime.now(dt.timezone.utc)
+    if epoch and epoch.isascii() and epoch.isdigit():
+        try:
+            moment = dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc)
+        except (OverflowError, OSError, ValueError) as exc:  # past the year 9999
+            raise UsageError(
+                f"SOURCE_DATE_EPOCH={epoch[:40]} is not a time perfgate can write "
+                "(seconds since 1970, before the year 10000)"
+            ) from exc
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

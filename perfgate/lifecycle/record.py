@@ -36,7 +36,7 @@ from perfgate.identity.configs import (
 )
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
-from perfgate.ingest.launches import Capture, Launch
+from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
 from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
@@ -280,8 +280,8 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
         "reason": settings.reason,
         "captures": [
             {"file": Path(p).name, **({"sha256": h} if (h := _sha256(p)) else {}),
-             "launches": sum(1 for launch in capture.launches if launch.source == p)}
-            for p in capture.paths
+             "launches": n}
+            for p, n in zip(capture.paths, per_file(capture.launches, capture.paths), strict=True)
         ],
     }  # fmt: skip
     baseline = Baseline(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from collections.abc import Mapping
 
 from perfgate.common.errors import CaptureError
@@ -51,9 +52,16 @@ def expected_unit(name: str) -> str | None:
     return None
 
 
+# A value above 0 below the smallest normal double (5e-324, a subnormal): no counter counts
+# a fraction that small, and a ratio over it overflows to infinity (issue 23).
+_TINY = sys.float_info.min
+
+
 def _problem(value: float) -> str | None:
-    if value >= 0 and value != math.inf:
-        return None  # the common case, one comparison (NaN compares false)
+    if value == 0 or _TINY <= value < math.inf:
+        return None  # the common case (NaN compares false)
+    if 0 < value < _TINY:
+        return f"is above 0 but below {_TINY:.1e} (a ratio over it is infinite)"
     if math.isnan(value):
         return "is not a number (NaN)"
     return "is infinite" if math.isinf(value) else "is negative"
@@ -74,7 +82,7 @@ def check_values(capture: Capture) -> None:
         for name in names:
             value = metrics.get(name)
             # The common case in one comparison: a float from 0 up (NaN compares false).
-            if value.__class__ is not float or 0.0 <= value < math.inf:
+            if value.__class__ is not float or value == 0.0 or _TINY <= value < math.inf:
                 continue
             problem = _problem(value)
             if problem:

@@ -22,7 +22,7 @@ from perfgate.identity.grouping import (
     new_ids,
 )
 from perfgate.identity.matching import SPLIT, Matching, match
-from perfgate.ingest.launches import Capture, Launch
+from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.names import short_name
 from perfgate.judge.comparison import (
     Bounds,
@@ -338,8 +338,8 @@ _HEADLINE_ORDER: dict[KernelState, tuple[CauseKind, ...]] = {
 def _launch_count(
     kernel: KernelBaseline, launches: Sequence[Launch], paths: Sequence[str]
 ) -> LaunchCount:
-    per_file = tuple(sum(1 for la in launches if la.source == p) for p in paths)
-    return LaunchCount(float(kernel.launches) if kernel.launches is not None else None, per_file)
+    count = float(kernel.launches) if kernel.launches is not None else None
+    return LaunchCount(count, per_file(launches, paths))
 
 
 def _judge_kernel(
@@ -678,9 +678,7 @@ def _new(
         kernel=kid,
         name=group.key.name,
         state=KernelState.NEW,
-        launches=LaunchCount(
-            None, tuple(sum(1 for la in group.launches if la.source == p) for p in capture.paths)
-        ),
+        launches=LaunchCount(None, per_file(group.launches, capture.paths)),
         captures=tuple(sorted({la.source for la in group.launches})),
         message=message,
         related=replaced,

@@ -121,8 +121,31 @@ def captures() -> dict[str, bytes | str]:
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
         ),
+        # Issue 23: an instruction count of 5e-324 (a subnormal): ratios over it were
+        # infinite and every kernel "improved"; refused naming the column.
+        "tiny-instruction-count.csv": _edit_row(
+            good, 0, lambda f: _set(f, _column(good, "smsp__inst_executed.sum"), "5e-324")
+        ),
+        # Issue 23: a kernel name and a metric name that are not UTF-8 (one Latin-1 byte).
+        "latin1-kernel-name.csv": _latin1_before(good, "zoo_coalescing", after_header=True),
+        "latin1-metric-name.csv": _latin1_before(
+            good, "smsp__inst_executed.sum", after_header=False
+        ),
+        # Issue 23: a capture whose sidecar is 100,000 nested brackets (json recursed until
+        # RecursionError, an internal error); the sidecar is also checked as a capture.
+        "deep-sidecar.csv": good,
+        "deep-sidecar.csv.meta.json": "[" * 100_000 + "]" * 100_000,
     }
     return out
+
+
+def _latin1_before(text: str, word: str, after_header: bool) -> bytes:
+    """The capture as bytes with a Latin-1 'é' before the first `word` (of a launch row, or
+    of the header)."""
+    lines, at = _rows(text)
+    start = len("".join(lines[: at + 2])) if after_header else len("".join(lines[:at]))
+    i = text.index(word, start)
+    return text[:i].encode() + b"\xe9" + text[i:].encode()
 
 
 def _column(text: str, part: str) -> int:
