@@ -275,9 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", default="0,10000,20000,40000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("guard", "rows", "columns", "regex"))
+    parser.add_argument("--slow", action="store_true", help="only the slow cases of issue 23")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.slow:
+            slow(work)
+            return 0
         if args.only in (None, "guard"):
             guard(work, args.repeat)
         if args.only in (None, "rows"):
@@ -286,17 +290,6 @@ def main(argv: list[str] | None = None) -> int:
             columns(work, [int(n) for n in args.columns.split(",")], args.repeat)
         if args.only in (None, "regex"):
             regex(work, args.repeat)
-
-
-    parser.add_argument("--slow", action="store_true", help="only the slow cases of issue 23")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.slow:
-            slow(Path(tmp))
-            return 0
-        guard(Path(tmp), args.repeat)
-        rows(Path(tmp), args.repeat)
-        columns(Path(tmp), [int(n) for n in args.columns.split(",")], args.repeat)
     return 0
 
 
