@@ -24,7 +24,7 @@ import math
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -34,12 +34,21 @@ sys.path.insert(0, str(ROOT))
 from perfgate.identity.families import family_of  # noqa: E402
 from perfgate.identity.grouping import KernelKey, group_launches  # noqa: E402
 from perfgate.ingest import read_capture  # noqa: E402
-from perfgate.lifecycle.calibrate import FLOORS, K  # noqa: E402
-from perfgate.metrics.catalog import CATALOG_LIST, default_metrics, lookup  # noqa: E402
+from perfgate.lifecycle.calibrate import FLOORS, K, KernelNoise  # noqa: E402
+from perfgate.metrics.catalog import (  # noqa: E402
+    CATALOG_LIST,
+    Aggregate,
+    Role,
+    default_metrics,
+    lookup,
+    role_of,
+)
 from perfgate.metrics.measure import Measured, measure  # noqa: E402
 from perfgate.metrics.thresholds import Direction  # noqa: E402
 
 TIME_METRICS = ("duration", "total_time")
+# Floors that widen when the kernel's own recorded runs differ (calibrate._count, _efficiency).
+VARYING_FLOORS = ("instructions_executed", "tensor_instructions", "warp_execution_efficiency")
 
 DATA = ROOT / "tests" / "data"
 FIELD = DATA / "field"
@@ -161,6 +170,7 @@ class KernelRun:
     key: KernelKey
     duration_ns: float | None
     values: dict[str, Value]
+    ranges: dict[str, float] = field(default_factory=dict)  # a median's launch range
 
 
 def _metric_names(columns: frozenset[str], cc: str | None) -> list[str]:
@@ -178,13 +188,20 @@ def kernels_of(path: Path) -> dict[KernelKey, KernelRun]:
     out: dict[KernelKey, KernelRun] = {}
     for group in group_launches(capture.launches):
         values: dict[str, Value] = {}
+        ranges: dict[str, float] = {}
         for name in names:
-            got = measure(lookup(name), group.launches, capture.columns)
+            defn = lookup(name)
+            got = measure(defn, group.launches, capture.columns)
             if isinstance(got, Measured):
                 values[name] = got.value
+                # What record adds to a median's bound (calibrate's launch_range).
+                if (defn.aggregate is Aggregate.MEDIAN and got.low is not None
+                        and got.high is not None and isinstance(got.value, float)
+                        and got.value):  # fmt: skip
+                    ranges[name] = (got.high - got.low) / abs(got.value)
         duration = values.get("duration")
         out[group.key] = KernelRun(
-            group.key, duration if isinstance(duration, float) else None, values
+            group.key, duration if isinstance(duration, float) else None, values, ranges
         )
     return out
 
@@ -209,6 +226,7 @@ class Change:
     )
     duration_ns: float | None = None  # side A's kernel duration (the time floor depends on it)
     within: bool = False  # both runs from one machine start
+    range_a: float = 0.0  # side A's launch range of a median metric (record's bound covers it)
 
 
 BANDS = ((5_000.0, "< 5 us"), (20_000.0, "5-20 us"), (math.inf, ">= 20 us"))
@@ -304,6 +322,7 @@ def compare(pair: Pair) -> PairResult:
                     fam.name if fam else "custom", exact[key],
                     abs(vb - va) if isinstance(va, float) and isinstance(vb, float) else 0.0,
                     spreads[key].get(metric, 0.0), ra.duration_ns, pair.within,
+                    max(runs[p][key].ranges.get(metric, 0.0) for p in pair.a),
                 ))  # fmt: skip
     return PairResult(pair, tuple(changes), frozenset(excluded), len(kept), len(unmatched))
 
@@ -481,11 +500,21 @@ def floor_needs(changes: Iterable[Change]) -> list[FloorNeed]:
     for c in changes:
         if c.within or c.metric not in FLOORS or c.band == "unknown":
             continue
-        floor = FLOORS[c.metric](c.duration_ns)
-        if c.worse <= K * c.spread_a or c.delta <= floor.absolute:
+        # An evidence metric (a short kernel's time that moved 1.5 us or less a launch
+        # included) fails nothing on its own: its floor only keeps its notes quiet.
+        moved = c.delta if c.metric == "duration" else None
+        if role_of(c.metric, c.duration_ns, moved) is Role.EVIDENCE:
+            continue
+        varies = c.spread_a > 0
+        floor = FLOORS[c.metric](KernelNoise(c.duration_ns, c.gpu, varies))
+        if c.worse <= max(K * c.spread_a, c.range_a) or c.delta <= floor.absolute:
             continue
         ratio = c.worse / floor.relative if floor.relative else math.inf
-        band = c.band if c.metric in TIME_METRICS else "all"
+        band = (
+            f"{c.band} ({c.gpu})"
+            if c.metric in TIME_METRICS
+            else ("runs differ" if varies and c.metric in VARYING_FLOORS else "all")
+        )
         key = (c.metric, band)
         where = f"{c.kernel} ({c.workload}, {c.pair}, {c.run_a} vs {c.run_b})"
         if key not in best or ratio > best[key][0]:

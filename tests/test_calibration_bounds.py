@@ -8,7 +8,14 @@ import re
 
 import pytest
 
-from perfgate.lifecycle.calibrate import FLOORS, calibrate, floor_for, relative_spread, time_floor
+from perfgate.lifecycle.calibrate import (
+    FLOORS,
+    KernelNoise,
+    calibrate,
+    floor_for,
+    relative_spread,
+    time_floor,
+)
 from perfgate.metrics.catalog import lookup, stall_cpi
 from tests.conftest import ROOT
 
@@ -16,10 +23,11 @@ NOISE = (ROOT / "docs" / "noise.md").read_text()
 
 
 def _table() -> dict[str, tuple[float, float, str]]:
-    """docs/noise.md's floors of fixed metrics: name -> (relative, absolute, why)."""
+    """docs/noise.md's floors of fixed metrics: name -> (relative, absolute, why). A floor
+    that widens when the recorded runs differ says so after a `;`, in both columns."""
     out = {}
     for m in re.finditer(
-        r"^\s*\| `(\w+)` \| ([0-9.]+)%(?: and ([0-9.]+))? \| (.*?) \|$", NOISE, re.M
+        r"^\s*\| `(\w+)` \| ([0-9.]+)%(?: and ([0-9.]+))?(?:; [^|]*)? \| (.*?) \|$", NOISE, re.M
     ):
         out[m[1]] = (round(float(m[2]) / 100, 6), float(m[3] or 0), m[4])
     return out
@@ -30,25 +38,46 @@ def test_the_floors_are_those_docs_noise_md_gives() -> None:
     fixed = {name for name in FLOORS if name not in ("duration", "total_time")}
     assert set(table) == fixed
     for name, (relative, absolute, why) in table.items():
-        floor = FLOORS[name](50_000.0)
-        assert (round(floor.relative, 6), floor.absolute, floor.why) == (relative, absolute, why)
+        floor = FLOORS[name](KernelNoise(50_000.0))
+        assert (round(floor.relative, 6), floor.absolute) == (relative, absolute)
+        assert why == floor.why or why.startswith(floor.why + "; ")
 
 
 @pytest.mark.parametrize(
-    ("us", "floor"),
-    # docs/noise.md: 8% up to 2 us, 6% at 10 us, 3.5% from 20 us, linear between.
-    [(0.5, 0.08), (2, 0.08), (6, (0.08 + 0.06) / 2), (10, 0.06), (15, (0.06 + 0.035) / 2),
-     (20, 0.035), (2000, 0.035)],
+    ("gpu", "us", "floor"),
+    # docs/noise.md: per GPU kind, linear between the points; another kind takes H200's.
+    [("NVIDIA H100 80GB HBM3", 0.5, 0.08), ("NVIDIA H100 80GB HBM3", 2, 0.08),
+     ("NVIDIA H100 80GB HBM3", 6, (0.08 + 0.06) / 2), ("NVIDIA H100 80GB HBM3", 10, 0.06),
+     ("NVIDIA H100 80GB HBM3", 15, (0.06 + 0.022) / 2), ("NVIDIA H100 80GB HBM3", 20, 0.022),
+     ("NVIDIA H100 80GB HBM3", 2000, 0.022), ("NVIDIA H200", 2, 0.08),
+     ("NVIDIA H200", 10, 0.11), ("NVIDIA H200", 15, (0.11 + 0.055) / 2),
+     ("NVIDIA H200", 2000, 0.055), ("NVIDIA B200", 2000, 0.055), (None, 10, 0.11)],
 )  # fmt: skip
-def test_the_time_floor_follows_the_kernels_duration(us: float, floor: float) -> None:
+def test_the_time_floor_follows_the_kernels_duration_and_gpu(
+    gpu: str | None, us: float, floor: float
+) -> None:
     for metric in ("duration", "total_time"):
-        assert FLOORS[metric](us * 1000).relative == pytest.approx(floor)
-    assert time_floor(us * 1000).absolute == 0.0
+        assert FLOORS[metric](KernelNoise(us * 1000, gpu)).relative == pytest.approx(floor)
+    assert time_floor(us * 1000, gpu).absolute == 0.0
 
 
-def test_an_unknown_duration_takes_the_short_kernels_floor() -> None:
-    unknown = time_floor(None)
-    assert (unknown.relative, unknown.absolute) == (0.08, 0.0)
+def test_an_unknown_duration_takes_the_kinds_widest_floor() -> None:
+    assert (time_floor(None).relative, time_floor(None).absolute) == (0.08, 0.0)
+    assert time_floor(None, "NVIDIA H200").relative == 0.11
+
+
+def test_a_count_whose_recorded_runs_differ_is_not_exact() -> None:
+    for name in ("instructions_executed", "tensor_instructions"):
+        exact = FLOORS[name](KernelNoise(5e4, "NVIDIA H100 80GB HBM3"))
+        varies = FLOORS[name](KernelNoise(5e4, "NVIDIA H100 80GB HBM3", varies=True))
+        assert (exact.relative, varies.relative) == (0.01, 0.025)
+    wee = FLOORS["warp_execution_efficiency"]
+    assert wee(KernelNoise(5e4)).absolute == 0.5
+    assert wee(KernelNoise(5e4, varies=True)).absolute == 2.5
+    # calibrate() says "varies" when the runs differ: a 0.5% spread gets the 2.5% floor.
+    cal = calibrate(lookup("instructions_executed"), [1000.0, 1005.0, 1002.0], 5e4)
+    assert cal.relative == pytest.approx(0.025)
+    assert calibrate(lookup("instructions_executed"), [1e3, 1e3, 1e3], 5e4).relative == 0.01
 
 
 def test_other_metrics_take_half_the_catalog_default_and_exact_ones_none() -> None:
@@ -71,10 +100,13 @@ def test_the_spread_is_the_range_over_the_median() -> None:
 
 def test_the_widest_of_spread_floor_and_launch_range_is_the_bound_and_the_rule_says_which() -> None:
     duration = lookup("duration")
-    # 100 us kernel: floor 3.5%. Spread 0.2% x 2 = 0.4%: the floor.
+    # 100 us kernel on an H100: floor 2.2%. Spread 0.2% x 2 = 0.4%: the floor.
     cal = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3)
-    assert cal.relative == 0.035 and cal.runs == 3 and cal.absolute == 0.0
-    assert cal.rule.endswith(": floor 3.50%")
+    assert cal.relative == 0.022 and cal.runs == 3 and cal.absolute == 0.0
+    assert cal.rule.endswith(": floor 2.20%")
+    # The same runs on an H200: 5.5%.
+    h200 = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3, gpu="NVIDIA H200")
+    assert h200.relative == 0.055 and "on H200" in h200.rule
     # Spread 4% x 2 = 8%: the spread.
     cal = calibrate(duration, [100e3, 102e3, 104e3], 100e3)
     assert cal.relative == pytest.approx(2 * 4e3 / 102e3)
@@ -85,7 +117,7 @@ def test_the_widest_of_spread_floor_and_launch_range_is_the_bound_and_the_rule_s
     assert cal.rule.endswith(", launch range 12.00%: launch range 12.00%")
     # A launch range under the floor changes nothing but the rule's note.
     cal = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3, launch_range=0.01)
-    assert cal.relative == 0.035 and cal.rule.endswith(", launch range 1.00%: floor 3.50%")
+    assert cal.relative == 0.022 and cal.rule.endswith(", launch range 1.00%: floor 2.20%")
 
 
 def test_an_absolute_floor_is_kept_and_written() -> None:

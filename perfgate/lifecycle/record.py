@@ -83,7 +83,11 @@ def _per_run(defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str
 
 
 def _metric_baseline(
-    m: Measured, defn: MetricDef, per_run: list[float], duration: float | None
+    m: Measured,
+    defn: MetricDef,
+    per_run: list[float],
+    duration: float | None,
+    gpu: str | None = None,
 ) -> MetricBaseline:
     threshold = None
     note = None
@@ -100,7 +104,7 @@ def _metric_baseline(
         if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
             value = float(m.value)
             launch_range = (m.high - m.low) / abs(value) if value else 0.0
-        calibration = calibrate(defn, per_run, duration, launch_range)
+        calibration = calibrate(defn, per_run, duration, launch_range, gpu)
         threshold = ThresholdOverride(
             relative=round(calibration.relative, 4), absolute=calibration.absolute
         )
@@ -140,6 +144,7 @@ def _tuned_duration(
     common: LaunchConfig,
     capture: Capture,
     duration: float | None,
+    gpu: str | None = None,
 ) -> MetricBaseline:
     """An autotuned entry's duration is judged per configuration (each one's best duration in
     `configurations:`), so its bound is the noise of one configuration: the spread of the
@@ -148,9 +153,9 @@ def _tuned_duration(
     same = [la for la in launches if config_of(la).shape == common.shape]
     per_run = _per_run(defn, same, capture.columns)
     if len(per_run) >= MIN_RUNS:
-        base = _metric_baseline(m, defn, per_run, duration)
+        base = _metric_baseline(m, defn, per_run, duration, gpu)
         return replace(base, calibration=f"per configuration: {base.calibration}")
-    floor = floor_for(defn, duration)
+    floor = floor_for(defn, duration, gpu)
     return replace(
         _metric_baseline(m, defn, [], duration),
         threshold=ThresholdOverride(relative=round(floor.relative, 4), absolute=floor.absolute),
@@ -172,6 +177,8 @@ def record_kernel(
         if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
         else None
     )
+    # The GPU decides the time floors (calibrate.TIME_FLOOR_POINTS).
+    gpu = next((la.device for la in launches if la.device), None)
     seen = configurations(launches)
     if tuned:
         seen = with_durations(seen, launches, lambda run: _duration(run, capture))
@@ -183,10 +190,12 @@ def record_kernel(
             skipped.append(f"{kid}: {name}: {result.reason}")
             continue
         if tuned and name == "duration":
-            metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration))
+            metrics.append(
+                _tuned_duration(result, defn, launches, seen[0], capture, duration, gpu)
+            )
             continue
         per_run = _per_run(defn, launches, capture.columns)
-        metrics.append(_metric_baseline(result, defn, per_run, duration))
+        metrics.append(_metric_baseline(result, defn, per_run, duration, gpu))
     if not metrics:
         return None, skipped
     # Beside the gated values, what the differential diagnosis reads on both sides of a
