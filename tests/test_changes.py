@@ -1,0 +1,245 @@
+"""Change findings on real changes (issue 22): the missing and new kernels of a capture grouped
+by the change that explains them, one finding per change, with what replaced what, its cost in
+GPU time and the lever at the caller's level.
+
+The real pairs are data: a row of CHANGES is (baseline workload, changed capture, expected
+kind, a phrase its title must hold, a phrase its lever must hold). A new real change drops in as
+one more row."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from perfgate.baseline.model import Baseline
+from perfgate.identity.families import family_of
+from perfgate.identity.grouping import KernelKey, readable_ids
+from perfgate.ingest import read_capture
+from perfgate.ingest.launches import Capture, merge
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.reports import json_report, markdown, text
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import CheckResult, Report
+from tests.conftest import ROOT
+
+FIELD = ROOT / "tests" / "data" / "field" / "h100"
+
+
+@functools.cache
+def cap(path: str) -> Capture:
+    return read_capture(FIELD / path)
+
+
+@functools.cache
+def baseline(workload: str) -> Baseline:
+    """A baseline recorded from runs 1-3 of one machine start: 'h100-a/cnn-tf32'."""
+    runs = merge([cap(f"{workload}-run{i}.csv.gz") for i in (1, 2, 3)])
+    return record(runs, RecordSettings()).baseline
+
+
+# (baseline workload, changed capture, kind, in the title, in the lever)
+CHANGES: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "h100-a/cnn-tf32",
+        "h100-a/cnn-fp32-run1.csv.gz",
+        "precision",
+        "TF32 tensor-core convolutions -> FP32 FFMA",
+        "torch.backends.cudnn.allow_tf32",
+    ),
+    (
+        "h100-a/cnn-fp32",
+        "h100-a/cnn-tf32-run1.csv.gz",
+        "precision",
+        "FP32 FFMA convolutions -> TF32 tensor-core",
+        "torch.backends.cudnn.allow_tf32",
+    ),
+    (
+        "h100-a/cnn-fp32",
+        "h100-a/cnn-bf16-cl-run1.csv.gz",
+        "dtype",
+        "FP32 -> BF16",
+        "dtype",
+    ),
+    (
+        "h100-a/compile-default",
+        "h100-a/compile-max-autotune-run1.csv.gz",
+        "compile",
+        "torch.compile",
+        "mode=",
+    ),
+)
+IDS = [f"{b.split('/')[1]}->{c.split('/')[1].removesuffix('.csv.gz')}" for b, c, *_ in CHANGES]
+
+
+@functools.cache
+def result(base: str, changed: str) -> CheckResult:
+    return check(baseline(base), cap(changed))
+
+
+@pytest.mark.parametrize(("base", "changed", "kind", "title", "lever"), CHANGES, ids=IDS)
+def test_the_first_finding_names_the_change_and_its_lever(
+    base: str, changed: str, kind: str, title: str, lever: str
+) -> None:
+    got = result(base, changed)
+    assert got.changes, [v.message for v in got.verdicts if v.state is KernelState.MISSING]
+    first = got.changes[0]
+    assert first.kind == kind, [(c.kind, c.title) for c in got.changes]
+    assert title in first.title, first.title
+    assert lever in first.lever, first.lever
+    assert first.before_ns > 0 and first.after_ns > 0
+    # Only kernels that are gone or new sit under a change: an unchanged kernel never does.
+    states = {v.kernel: v.state for v in got.verdicts}
+    for change in got.changes:
+        for member in change.members:
+            assert states[member] in (KernelState.MISSING, KernelState.NEW), (change.title, member)
+        assert len(set(change.members)) == len(change.members)
+
+
+def test_tf32_off_says_tensor_cores_were_lost_and_what_it_cost() -> None:
+    got = result("h100-a/cnn-tf32", "h100-a/cnn-fp32-run1.csv.gz")
+    first = got.changes[0]
+    assert "tensor cores lost" in first.title
+    # All 13 missing and 4 new kernels are this one change: nothing is left one by one.
+    assert len(got.changes) == 1
+    gone = {v.kernel for v in got.verdicts if v.state in (KernelState.MISSING, KernelState.NEW)}
+    assert set(first.members) == gone
+    assert first.before_ns < first.after_ns
+    names = [n for n, _ in first.replaced + first.by]
+    assert len(names) == len(set(names))
+
+
+def test_an_unchanged_build_on_another_machine_start_has_no_change_finding() -> None:
+    got = check(baseline("h100-a/cnn-tf32"), cap("h100-b/cnn-tf32-run1.csv.gz"))
+    assert got.changes == ()
+
+
+def _report(base: str, changed: str) -> Report:
+    return Report(results=(result(base, changed),))
+
+
+@pytest.mark.parametrize(("base", "changed", "kind", "title", "lever"), CHANGES, ids=IDS)
+def test_the_text_report_fits_a_screen(
+    base: str, changed: str, kind: str, title: str, lever: str
+) -> None:
+    out = text.render(_report(base, changed))
+    lines = out.splitlines()
+    assert len(lines) <= 40, out
+    change_lines = [
+        line for line in lines if line.startswith("  CHANGE") or line.startswith("              ")
+    ]
+    assert all(len(line) <= 120 for line in change_lines), out
+    assert "CHANGE" in lines[1], out
+    assert "#workNone" not in out
+    assert title in out and lever in out
+
+
+@pytest.mark.parametrize(("base", "changed", "kind", "title", "lever"), CHANGES, ids=IDS)
+def test_the_markdown_table_is_short_and_the_details_folded(
+    base: str, changed: str, kind: str, title: str, lever: str
+) -> None:
+    out = markdown.render(_report(base, changed))
+    top = out.split("<details>")[0]
+    rows = [line for line in top.splitlines() if line.startswith("| ") and "---" not in line]
+    header_rows = [line for line in rows if line.startswith("| Change |") or "| Kernel |" in line]
+    assert len(rows) - len(header_rows) <= 10, top
+    assert title in out
+
+
+@pytest.mark.parametrize(("base", "changed", "kind", "title", "lever"), CHANGES, ids=IDS)
+def test_the_json_carries_the_changes_with_their_members(
+    base: str, changed: str, kind: str, title: str, lever: str
+) -> None:
+    got = result(base, changed)
+    doc = json.loads(json_report.render(_report(base, changed)))
+    changes = doc["results"][0]["changes"]
+    assert [c["title"] for c in changes] == [c.title for c in got.changes]
+    assert changes[0]["kind"] == kind
+    assert changes[0]["members"] == list(got.changes[0].members)
+    kernels = {k["kernel"]: k for k in doc["results"][0]["kernels"]}
+    assert all(m in kernels for c in changes for m in c["members"])
+    for k in kernels.values():
+        if k["family"] == "cuBLAS":
+            assert "cudnn" not in k["name"].lower(), k["name"]
+
+
+def _corpus_names() -> set[str]:
+    names: set[str] = set()
+    for path in sorted(FIELD.glob("*/*-run1.csv.gz")):
+        names.update(la.name for la in read_capture(path).launches)
+    real = ROOT / "tests" / "data" / "h200" / "real"
+    for path in sorted(real.glob("*-run1.csv")):
+        names.update(la.name for la in read_capture(path).launches)
+    return names
+
+
+USER = re.compile(r"^(perfgate_|chg_|zoo_|init_)|^void (perfgate_|chg_|zoo_|init_)")
+
+
+def test_every_kernel_of_the_real_corpus_is_in_its_library_family() -> None:
+    wrong = []
+    for name in sorted(_corpus_names()):
+        got = family_of(name)
+        family = got.name if got else None
+        low = name.lower()
+        if "_cudnn" in low or "cudnn::" in low or "engines_precompiled::" in low:
+            want: str | None = "cuDNN"
+        elif "_cublas" in low or low.startswith("nvjet_") or "cublaslt::" in low:
+            want = "cuBLAS"
+        elif "pytorch_flash::" in low:
+            want = "FlashAttention"
+        elif re.match(r"triton_(poi|per|red|tem)_", name):
+            want = "Inductor"
+        elif re.match(r"(void )?(at::|native::|<unnamed>::softmax|cuda::kernelHistogram)", name):
+            want = "ATen"
+        elif "cutlass::" in low:
+            want = "CUTLASS"
+        elif USER.search(name):
+            want = None
+        else:
+            want = family or "?"
+        if family != want:
+            wrong.append(f"{family} != {want}: {name[:120]}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_corpus_cudnn_kernels_named_by_suffix_and_helpers() -> None:
+    for name in (
+        "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3"
+        "_warpsize1x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn",
+        "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_64x64"
+        "_64x5_nhwc_align8>(T1::Params)",
+        "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>"
+        "(engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)",
+        "void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, 0, 0, 1>(int, int)",
+    ):
+        got = family_of(name)
+        assert got is not None and got.name == "cuDNN", name
+
+
+def test_a_readable_id_never_shows_an_internal_value() -> None:
+    name = "void nhwcAddPaddingKernel<float, float, float, 1, 0>(int, int)"
+    keys = [
+        KernelKey(name, (1, 1, 1), (256, 1, 1), None, None),
+        KernelKey(name, (2, 1, 1), (256, 1, 1), None, 1),
+        KernelKey(name, (2, 1, 1), (256, 1, 1), None, 2),
+    ]
+    ids = readable_ids(keys)
+    assert len(set(ids.values())) == 3
+    assert not any("None" in i for i in ids.values()), ids
+
+
+def test_docs_explain_shows_the_current_report_of_each_real_change() -> None:
+    doc = (ROOT / "docs" / "explain.md").read_text(encoding="utf-8")
+    from tests.change_reports import render_section
+
+    assert render_section() in doc, "run: python -m tests.change_reports --write"
+
+
+def test_paths_exist() -> None:
+    for base, changed, *_ in CHANGES:
+        assert (FIELD / changed).exists() and Path(FIELD / f"{base}-run1.csv.gz").exists()
