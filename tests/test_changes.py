@@ -23,6 +23,7 @@ from perfgate.ingest.launches import Capture, merge
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.reports import json_report, markdown, text
+from perfgate.reports.markup import cell
 from perfgate.verdicts.check import check
 from perfgate.verdicts.model import CheckResult, Report
 from tests.conftest import ROOT
@@ -129,10 +130,12 @@ def test_the_text_report_fits_a_screen(
     out = text.render(_report(base, changed))
     lines = out.splitlines()
     assert len(lines) <= 40, out
-    change_lines = [
-        line for line in lines if line.startswith("  CHANGE") or line.startswith("              ")
-    ]
-    assert all(len(line) <= 120 for line in change_lines), out
+    change_lines, inside = [], False
+    for line in lines:
+        inside = line.startswith("  CHANGE") or (inside and line.startswith(" " * 14))
+        if inside:
+            change_lines.append(line)
+    assert change_lines and all(len(line) <= 120 for line in change_lines), out
     assert "CHANGE" in lines[1], out
     assert "#workNone" not in out
     assert title in out and lever in out
@@ -143,11 +146,12 @@ def test_the_markdown_table_is_short_and_the_details_folded(
     base: str, changed: str, kind: str, title: str, lever: str
 ) -> None:
     out = markdown.render(_report(base, changed))
-    top = out.split("<details>")[0]
+    top = re.sub(r"<details>.*?</details>", "", out, flags=re.DOTALL)
     rows = [line for line in top.splitlines() if line.startswith("| ") and "---" not in line]
     header_rows = [line for line in rows if line.startswith("| Change |") or "| Kernel |" in line]
     assert len(rows) - len(header_rows) <= 10, top
-    assert title in out
+    assert cell(title) in out
+    assert "<details><summary>🔀" in out
 
 
 @pytest.mark.parametrize(("base", "changed", "kind", "title", "lever"), CHANGES, ids=IDS)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from perfgate import causes as differential
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.causes.changes import MISSING, NEW, ChangeFinding, ChangeKernel, find_changes
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
 from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
 from perfgate.identity.families import family_of
@@ -46,7 +47,8 @@ from perfgate.metrics.measure import (
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount
-from perfgate.verdicts.program import judge_program
+from perfgate.metrics.program import time_in
+from perfgate.verdicts.program import judge_program, recorded_time
 
 
 @dataclass(frozen=True)
@@ -653,8 +655,13 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         for group in matching.unclaimed:
             replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
             verdicts.append(_new(group, ids[group.key], replaced, capture))
+    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
+    changes = _changes(missing, matching.unclaimed, ids, capture)
+    explained = {m for c in changes for m in c.members}
     notice = ""
-    if baseline.kernels and not matching.groups and groups:
+    if all(k.id in explained for k in missing) and missing:
+        pass  # every kernel gone is explained by a change: no other program (the findings say)
+    elif baseline.kernels and not matching.groups and groups:
         notice = _notice(baseline, capture, groups)
     elif baseline.kernels and not capture.launches:
         notice = (
@@ -665,8 +672,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
     devices = capture.devices
-    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
     new_launches = [la for group in matching.unclaimed for la in group.launches]
+    program = judge_program(baseline, capture, new_launches, missing)
     return CheckResult(
         baseline_path=baseline.path,
         capture_paths=capture.paths,
@@ -675,5 +682,44 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
-        program=judge_program(baseline, capture, new_launches, missing),
+        program=program,
+        changes=changes,
     )
+
+
+def _changes(
+    missing: Sequence[KernelBaseline],
+    new: Sequence[KernelGroup],
+    ids: Mapping[KernelKey, str],
+    capture: Capture,
+) -> tuple[ChangeFinding, ...]:
+    """The missing and new kernels grouped by the change that explains them; times a run
+    (recorded for the missing, the capture files' mean for the new)."""
+    if not missing and not new:
+        return ()
+    runs = max(len(capture.paths), 1)
+    kernels = [
+        ChangeKernel(
+            id=k.id,
+            name=(name := k.name or k.match.name or k.id),
+            # The name's family first: a baseline recorded before a family was known says
+            # another (cuDNN's xmma engines were called cuBLAS).
+            family=f.name if (f := family_of(name)) else k.family,
+            side=MISSING,
+            time_ns=recorded_time(k),
+            launches=float(k.launches or 1),
+        )
+        for k in missing
+    ]
+    kernels += [
+        ChangeKernel(
+            id=ids[g.key],
+            name=g.key.name,
+            family=f.name if (f := family_of(g.key.name)) else None,
+            side=NEW,
+            time_ns=sum(time_in(g.launches, p) for p in capture.paths) / runs,
+            launches=len(g.launches) / runs,
+        )
+        for g in new
+    ]
+    return find_changes(kernels)
