@@ -284,7 +284,7 @@ def attention_rule(missing: Kernels, new: Kernels) -> Claim | None:
     title = f"attention backend: {before} -> {after}"
     lever = (
         "the attention implementation: torch.nn.attention.sdpa_kernel(SDPBackend...) around the "
-        "call, or the model's attn_implementation (\"sdpa\", \"flash_attention_2\", \"eager\")"
+        'call, or the model\'s attn_implementation ("sdpa", "flash_attention_2", "eager")'
     )
     return "attention", title, lever, claimed
 
@@ -326,8 +326,8 @@ def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
         what = what.replace(" (max-autotune)", " + CUDA graphs (max-autotune)")
     title = f"torch.compile mode: {what}"
     lever = (
-        "the torch.compile mode: mode=\"max-autotune\" benchmarks Triton GEMM templates against "
-        "cuBLAS and replays CUDA graphs; mode=\"default\" keeps cuBLAS and launches eagerly"
+        'the torch.compile mode: mode="max-autotune" benchmarks Triton GEMM templates against '
+        'cuBLAS and replays CUDA graphs; mode="default" keeps cuBLAS and launches eagerly'
     )
     return "compile", title, lever, inductor + blas + copies
 

@@ -42,7 +42,8 @@ FAMILIES: tuple[Family, ...] = (
     # ATen: `at::` and `native::` (ncu prints at::native's kernels either way), its anonymous
     # namespaces (`at::<unnamed>::`, the persistent softmax's `<unnamed>::softmax_warp_*`, the
     # index kernels of arange) and the histogram of `cuda::`.
-    _f("ATen", r"\bat::native::|\bat::(?!cuda::)(?:<unnamed>::)?[A-Za-z_]+<|^(?:void )?(?:at|native)::"
+    _f("ATen", r"\bat::native::|\bat::(?!cuda::)(?:<unnamed>::)?[A-Za-z_]+<"
+       r"|^(?:void )?(?:at|native)::"
        r"|^(?:void )?<unnamed>::(?:softmax_warp|elementwise_kernel_with_index)"
        r"|at::arange|^(?:void )?cuda::kernelHistogram", False, "PyTorch operator"),
 )  # fmt: skip

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import CauseKind
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
-from perfgate.causes.changes import ChangeFinding
 from perfgate.reports.format import (
     KERNEL_VERDICT,
     VERDICT,
@@ -92,7 +92,8 @@ def metric_row(c: Comparison) -> str:
 
 
 def change_row(c: ChangeFinding, program: ProgramVerdict | None) -> str:
-    both = f"{c.replaced_kernels} → {c.by_kernels} kernels<br><sub>{cell(change_cost(c, program))}</sub>"
+    cost = cell(change_cost(c, program))
+    both = f"{c.replaced_kernels} → {c.by_kernels} kernels<br><sub>{cost}</sub>"
     return f"| **{cell(c.title)}** | {both} | {prose(c.lever)} |\n"
 
 
