@@ -247,3 +247,12 @@ def test_docs_explain_shows_the_current_report_of_each_real_change() -> None:
 def test_paths_exist() -> None:
     for base, changed, *_ in CHANGES:
         assert (FIELD / changed).exists() and Path(FIELD / f"{base}-run1.csv.gz").exists()
+
+
+def test_another_programs_capture_is_not_told_as_a_change_of_code() -> None:
+    from perfgate.baseline.load import load_baseline
+
+    zoo = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
+    got = check(zoo, read_capture(ROOT / "tests" / "data" / "h100" / "torch-short-run1.csv"))
+    assert got.changes == ()
+    assert got.notice.startswith("none of the 10 baselined kernels is in")

@@ -270,14 +270,18 @@ def attention_rule(missing: Kernels, new: Kernels) -> Claim | None:
     if not gone and not came:
         return None
     claimed: list[ChangeKernel] = gone + came
+    eager_new = [k for k in new if k.family in ("ATen", "cuBLAS")]
+    eager_gone = [k for k in missing if k.family in ("ATen", "cuBLAS")]
+    if (gone and not came and not eager_new) or (came and not gone and not eager_gone):
+        return None  # nothing in its place: a kernel gone, no backend switch to name
     if gone and not came:
         # The eager path: its softmax, batched GEMMs and mask arithmetic are what replaced it.
-        claimed += [k for k in new if k.family in ("ATen", "cuBLAS")]
+        claimed += eager_new
         after = "the eager/math path (softmax and GEMMs)"
     else:
         after = _backend(came)
     if came and not gone:
-        claimed += [k for k in missing if k.family in ("ATen", "cuBLAS")]
+        claimed += eager_gone
         before = "the eager/math path (softmax and GEMMs)"
     else:
         before = _backend(gone)
@@ -367,15 +371,17 @@ def user_code_rule(missing: Kernels, new: Kernels) -> Claim | None:
 
 # Earlier rules claim first: the attention backend before the math mode (its kernels say
 # bf16 too), the memory format before the dtype (channels_last kernels carry a dtype), the
-# library's own heuristic and user code last.
-RULES: tuple[Rule, ...] = (
-    attention_rule,
-    compile_rule,
-    precision_rule,
-    layout_rule,
-    dtype_rule,
-    heuristic_rule,
-    user_code_rule,
+# library's own heuristic and user code last. The flag: the rule needs some kernel of the
+# program unchanged (a library's other pick, a user kernel's new code are changes of one
+# program; with nothing left in common the capture may be another program's).
+RULES: tuple[tuple[Rule, bool], ...] = (
+    (attention_rule, False),
+    (compile_rule, False),
+    (precision_rule, False),
+    (layout_rule, False),
+    (dtype_rule, False),
+    (heuristic_rule, True),
+    (user_code_rule, True),
 )
 
 
@@ -391,11 +397,16 @@ def _named(kernels: Kernels) -> tuple[tuple[str, float], ...]:
     return tuple((n, launches[n]) for n in order[:SHOWN])
 
 
-def find_changes(kernels: Sequence[ChangeKernel]) -> tuple[ChangeFinding, ...]:
-    """The change findings of one check, the largest (GPU time before and after) first."""
+def find_changes(
+    kernels: Sequence[ChangeKernel], unchanged: bool = True
+) -> tuple[ChangeFinding, ...]:
+    """The change findings of one check, the largest (GPU time before and after) first.
+    `unchanged`: some baselined kernel is still in the capture."""
     left = list(kernels)
     found: list[ChangeFinding] = []
-    for rule in RULES:
+    for rule, needs_unchanged in RULES:
+        if needs_unchanged and not unchanged:
+            continue
         missing = [k for k in left if k.side == MISSING]
         new = [k for k in left if k.side == NEW]
         if not missing and not new:

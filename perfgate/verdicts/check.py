@@ -656,7 +656,10 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
             replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
             verdicts.append(_new(group, ids[group.key], replaced, capture))
     missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
-    changes = _changes(missing, matching.unclaimed, ids, capture)
+    # With no baselined kernel left in the capture it may be another program's capture (the
+    # notice says so): only a change of the whole program (its dtype, its math mode) is told.
+    unchanged = len(missing) < len(baseline.kernels)
+    changes = _changes(missing, matching.unclaimed, ids, capture, unchanged)
     explained = {m for c in changes for m in c.members}
     notice = ""
     if all(k.id in explained for k in missing) and missing:
@@ -692,6 +695,7 @@ def _changes(
     new: Sequence[KernelGroup],
     ids: Mapping[KernelKey, str],
     capture: Capture,
+    unchanged: bool,
 ) -> tuple[ChangeFinding, ...]:
     """The missing and new kernels grouped by the change that explains them; times a run
     (recorded for the missing, the capture files' mean for the new)."""
@@ -722,4 +726,4 @@ def _changes(
         )
         for g in new
     ]
-    return find_changes(kernels)
+    return find_changes(kernels, unchanged)
