@@ -11,7 +11,7 @@ import sys
 from perfgate.reports import text
 from perfgate.verdicts.model import Report
 from tests.conftest import ROOT
-from tests.test_changes import CHANGES, result
+from tests.test_changes import CHANGES, result, run
 
 DOC = ROOT / "docs" / "explain.md"
 BEGIN = "<!-- change-reports: made by `python -m tests.change_reports --write` -->"
@@ -21,15 +21,15 @@ END = "<!-- end of change-reports -->"
 def render_section() -> str:
     out = [BEGIN, ""]
     for base, changed, _kind, _title, _lever in CHANGES:
-        folder = "tests/data/field/h100"
+        folder = "tests/data"
+        first = run(base, 1)
         report = text.render(Report(results=(result(base, changed),)))
         report = report.replace(f"{ROOT}/", "")
         out += [
-            f"`{base.split('/')[-1]}` -> `{changed.split('/')[-1].removesuffix('.csv.gz')}`:",
+            f"`{base.split('/')[-1]}` -> `{changed.split('/')[-1].split('.')[0]}`:",
             "",
             "```text",
-            f"$ perfgate baseline record -c {folder}/{base}-run1.csv.gz -c ...-run2.csv.gz "
-            "-c ...-run3.csv.gz -o b.yaml",
+            f"$ perfgate baseline record -c {folder}/{first} -c ...run2... -c ...run3... -o b.yaml",
             f"$ perfgate check -b b.yaml -c {folder}/{changed}",
             report.rstrip("\n"),
             "```",

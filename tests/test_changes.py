@@ -28,53 +28,82 @@ from perfgate.verdicts.check import check
 from perfgate.verdicts.model import CheckResult, Report
 from tests.conftest import ROOT
 
-FIELD = ROOT / "tests" / "data" / "field" / "h100"
+DATA = ROOT / "tests" / "data"
+FIELD = DATA / "field" / "h100"
 
 
 @functools.cache
 def cap(path: str) -> Capture:
-    return read_capture(FIELD / path)
+    """A capture under tests/data: 'field/h100/h100-a/cnn-fp32-run1.csv.gz'."""
+    return read_capture(DATA / path)
+
+
+def run(workload: str, i: int) -> str:
+    gz = f"{workload}-run{i}.csv.gz"
+    return gz if (DATA / gz).exists() else f"{workload}-run{i}.csv"
 
 
 @functools.cache
 def baseline(workload: str) -> Baseline:
-    """A baseline recorded from runs 1-3 of one machine start: 'h100-a/cnn-tf32'."""
-    runs = merge([cap(f"{workload}-run{i}.csv.gz") for i in (1, 2, 3)])
+    """A baseline recorded from runs 1-3 of one machine start: 'field/h100/h100-a/cnn-tf32'."""
+    runs = merge([cap(run(workload, i)) for i in (1, 2, 3)])
     return record(runs, RecordSettings()).baseline
 
 
 # (baseline workload, changed capture, kind, in the title, in the lever)
 CHANGES: tuple[tuple[str, str, str, str, str], ...] = (
     (
-        "h100-a/cnn-tf32",
-        "h100-a/cnn-fp32-run1.csv.gz",
+        "field/h100/h100-a/cnn-tf32",
+        "field/h100/h100-a/cnn-fp32-run1.csv.gz",
         "precision",
         "TF32 tensor-core convolutions -> FP32 FFMA",
         "torch.backends.cudnn.allow_tf32",
     ),
     (
-        "h100-a/cnn-fp32",
-        "h100-a/cnn-tf32-run1.csv.gz",
+        "field/h100/h100-a/cnn-fp32",
+        "field/h100/h100-a/cnn-tf32-run1.csv.gz",
         "precision",
         "FP32 FFMA convolutions -> TF32 tensor-core",
         "torch.backends.cudnn.allow_tf32",
     ),
     (
-        "h100-a/cnn-fp32",
-        "h100-a/cnn-bf16-cl-run1.csv.gz",
+        "field/h100/h100-a/cnn-fp32",
+        "field/h100/h100-a/cnn-bf16-cl-run1.csv.gz",
         "dtype",
         "FP32 -> BF16",
         "dtype",
     ),
     (
-        "h100-a/compile-default",
-        "h100-a/compile-max-autotune-run1.csv.gz",
+        "field/h100/h100-a/compile-default",
+        "field/h100/h100-a/compile-max-autotune-run1.csv.gz",
         "compile",
-        "torch.compile",
+        "torch.compile mode: 2 cuBLAS GEMMs -> 2 Inductor GEMM templates",
         "mode=",
     ),
+    # The older real changes of tests/test_real_changes.py (H200).
+    (
+        "h200/real/torch-flash",
+        "h200/real/torch-math-run1.csv",
+        "attention",
+        "attention backend: FlashAttention -> the eager/math path",
+        "sdpa_kernel",
+    ),
+    (
+        "h200/real/torch-flash",
+        "h200/real/torch-channels_last-run1.csv",
+        "layout",
+        "layout conversion kernels vanished",
+        "channels_last",
+    ),
+    (
+        "h200/real/compiled-a",
+        "h200/real/compiled-tail-run1.csv",
+        "compile",
+        "torch.compile graph",
+        "compiled function's code",
+    ),
 )
-IDS = [f"{b.split('/')[1]}->{c.split('/')[1].removesuffix('.csv.gz')}" for b, c, *_ in CHANGES]
+IDS = [f"{b.split('/')[-1]}->{c.split('/')[-1].split('.')[0]}" for b, c, *_ in CHANGES]
 
 
 @functools.cache
@@ -92,7 +121,7 @@ def test_the_first_finding_names_the_change_and_its_lever(
     assert first.kind == kind, [(c.kind, c.title) for c in got.changes]
     assert title in first.title, first.title
     assert lever in first.lever, first.lever
-    assert first.before_ns > 0 and first.after_ns > 0
+    assert first.before_ns + first.after_ns > 0
     # Only kernels that are gone or new sit under a change: an unchanged kernel never does.
     states = {v.kernel: v.state for v in got.verdicts}
     for change in got.changes:
@@ -102,7 +131,7 @@ def test_the_first_finding_names_the_change_and_its_lever(
 
 
 def test_tf32_off_says_tensor_cores_were_lost_and_what_it_cost() -> None:
-    got = result("h100-a/cnn-tf32", "h100-a/cnn-fp32-run1.csv.gz")
+    got = result("field/h100/h100-a/cnn-tf32", "field/h100/h100-a/cnn-fp32-run1.csv.gz")
     first = got.changes[0]
     assert "tensor cores lost" in first.title
     # All 13 missing and 4 new kernels are this one change: nothing is left one by one.
@@ -115,7 +144,9 @@ def test_tf32_off_says_tensor_cores_were_lost_and_what_it_cost() -> None:
 
 
 def test_an_unchanged_build_on_another_machine_start_has_no_change_finding() -> None:
-    got = check(baseline("h100-a/cnn-tf32"), cap("h100-b/cnn-tf32-run1.csv.gz"))
+    got = check(
+        baseline("field/h100/h100-a/cnn-tf32"), cap("field/h100/h100-b/cnn-tf32-run1.csv.gz")
+    )
     assert got.changes == ()
 
 
@@ -246,7 +277,7 @@ def test_docs_explain_shows_the_current_report_of_each_real_change() -> None:
 
 def test_paths_exist() -> None:
     for base, changed, *_ in CHANGES:
-        assert (FIELD / changed).exists() and Path(FIELD / f"{base}-run1.csv.gz").exists()
+        assert (DATA / changed).exists() and Path(DATA / run(base, 1)).exists()
 
 
 def test_another_programs_capture_is_not_told_as_a_change_of_code() -> None:

@@ -325,7 +325,16 @@ def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
             f"{len([k for k in blas if k.side == NEW])} cuBLAS GEMMs (max-autotune off)"
         )
     else:
-        what = "Inductor generated other kernels"
+        gone = sum(1 for k in inductor if k.side == MISSING)
+        title = (
+            f"torch.compile graph: Inductor generated other kernels ({gone} gone, "
+            f"{len(inductor) - gone} new): the compiled code or its graph changed"
+        )
+        lever = (
+            "the compiled function's code (a graph change: fusion follows it), or the "
+            "torch.compile options; accept the new kernels if the change is intended"
+        )
+        return "compile", title, lever, inductor + blas + copies
     if copies:
         what = what.replace(" (max-autotune)", " + CUDA graphs (max-autotune)")
     title = f"torch.compile mode: {what}"
