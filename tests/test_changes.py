@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.baseline.model import Baseline
+from perfgate.causes.changes import MISSING, NEW, RECOUNTED, ChangeKernel, find_changes
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelKey, readable_ids
 from perfgate.ingest import read_capture
@@ -23,6 +24,7 @@ from perfgate.ingest.launches import Capture, merge
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.reports import json_report, markdown, text
+from perfgate.reports.format import change_lines
 from perfgate.reports.markup import cell
 from perfgate.verdicts.check import check
 from perfgate.verdicts.model import CheckResult, Report
@@ -123,10 +125,16 @@ def test_the_first_finding_names_the_change_and_its_lever(
     assert lever in first.lever, first.lever
     assert first.before_ns + first.after_ns > 0
     # Only kernels that are gone or new sit under a change: an unchanged kernel never does.
-    states = {v.kernel: v.state for v in got.verdicts}
+    verdicts = {v.kernel: v for v in got.verdicts}
     for change in got.changes:
         for member in change.members:
-            assert states[member] in (KernelState.MISSING, KernelState.NEW), (change.title, member)
+            v = verdicts[member]
+            # Gone, new, or still there but launched more or less often along with the change.
+            recounted = v.headline is not None and v.headline.mechanism == "launch-count"
+            assert v.state in (KernelState.MISSING, KernelState.NEW) or recounted, (
+                change.title,
+                member,
+            )
         assert len(set(change.members)) == len(change.members)
 
 
@@ -287,3 +295,40 @@ def test_another_programs_capture_is_not_told_as_a_change_of_code() -> None:
     got = check(zoo, read_capture(ROOT / "tests" / "data" / "h100" / "torch-short-run1.csv"))
     assert got.changes == ()
     assert got.notice.startswith("none of the 10 baselined kernels is in")
+
+
+def _k(kid: str, name: str, family: str | None, side: str, ns: float = 1000.0) -> ChangeKernel:
+    return ChangeKernel(kid, name, family, side, ns, 1.0)
+
+
+FLASH = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)"
+SOFTMAX = "void <unnamed>::softmax_warp_forward<float, float, float, 10, 0, 0>(T2 *, const T1 *)"
+ARANGE = "void <unnamed>::elementwise_kernel_with_index<int, at::arange_cuda_out()>(int, T3)"
+
+
+def test_kernels_launched_more_often_sit_under_the_change_of_the_path() -> None:
+    got = find_changes(
+        [
+            _k("flash", FLASH, "FlashAttention", MISSING),
+            _k("softmax", SOFTMAX, "ATen", NEW),
+            _k("arange", ARANGE, "ATen", RECOUNTED, 0.0),
+        ]
+    )
+    assert [c.kind for c in got] == ["attention"]
+    assert got[0].members == ("flash", "softmax", "arange")
+    assert got[0].recounted == ("elementwise_kernel_with_index<int, arange_cuda_out()>",)
+    out = "\n".join(change_lines(got[0], None))
+    assert "launched more or less often with it: elementwise_kernel_with_index" in out
+
+
+def test_a_launch_count_alone_or_beside_a_user_kernel_is_no_change_of_the_path() -> None:
+    assert find_changes([_k("arange", ARANGE, "ATen", RECOUNTED, 0.0)]) == ()
+    got = find_changes(
+        [
+            _k("a", "chg_old(float *)", None, MISSING),
+            _k("b", "chg_new(float *)", None, NEW),
+            _k("arange", ARANGE, "ATen", RECOUNTED, 0.0),
+        ]
+    )
+    assert [c.kind for c in got] == ["user-code"]
+    assert "arange" not in got[0].members and got[0].recounted == ()

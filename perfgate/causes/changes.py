@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perfgate.ingest.names import short_name
 
 MISSING = "missing"
 NEW = "new"
+RECOUNTED = "recounted"  # a kernel still there, launched more or less often
 SHOWN = 3  # kernels named per side of a finding, heaviest first
 
 
@@ -30,7 +31,7 @@ class ChangeKernel:
     id: str  # the baseline's id (missing) or the check's readable id (new)
     name: str  # as ncu printed it
     family: str | None
-    side: str  # MISSING or NEW
+    side: str  # MISSING, NEW or RECOUNTED
     time_ns: float  # GPU time a run: as recorded (missing), in the capture (new)
     launches: float  # a run
 
@@ -48,7 +49,10 @@ class ChangeFinding:
     before_ns: float  # GPU time a run of the kernels replaced, as recorded
     after_ns: float  # of the kernels that replaced them
     lever: str
-    members: tuple[str, ...]  # kernel ids: the missing first, then the new
+    members: tuple[str, ...]  # kernel ids: the missing, the new, then the recounted
+    # Kernels still there but launched more or less often along with the change (the eager
+    # attention path's mask arithmetic): its consequences, by name.
+    recounted: tuple[str, ...] = ()
 
 
 # -- what a kernel name says -------------------------------------------------------------------
@@ -445,4 +449,26 @@ def find_changes(
             )
         )
         left = [k for k in left if k not in members]
-    return tuple(sorted(found, key=lambda f: -(f.before_ns + f.after_ns)))
+    found.sort(key=lambda f: -(f.before_ns + f.after_ns))
+    return _with_recounted(found, [k for k in kernels if k.side == RECOUNTED])
+
+
+# A change of the whole path (another attention implementation, compile mode, dtype, layout)
+# changes how often the kernels around it run; a library's other tile or a user kernel's new
+# code does not explain another kernel's launch count.
+_PATH_KINDS = ("attention", "compile", "dtype", "layout", "precision")
+
+
+def _with_recounted(
+    found: list[ChangeFinding], recounted: Sequence[ChangeKernel]
+) -> tuple[ChangeFinding, ...]:
+    """The kernels launched more or less often, under the largest change of the path."""
+    target = next((i for i, f in enumerate(found) if f.kind in _PATH_KINDS), None)
+    if target is None or not recounted:
+        return tuple(found)
+    f = found[target]
+    names = tuple(dict.fromkeys(label(k.name) for k in recounted))
+    found[target] = replace(
+        f, members=f.members + tuple(k.id for k in recounted), recounted=names[:SHOWN]
+    )
+    return tuple(found)

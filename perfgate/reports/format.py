@@ -272,6 +272,10 @@ def change_lines(change: ChangeFinding, program: ProgramVerdict | None) -> list[
             placeholder=" …",
             break_long_words=False,
         )
+    if change.recounted:
+        lines.append(
+            _clip(f"{pad}launched more or less often with it: {', '.join(change.recounted)}")
+        )
     lines += textwrap.wrap(
         change.lever,
         WIDTH,

@@ -116,6 +116,7 @@ def _change(c: ChangeFinding) -> dict[str, Any]:
         "after_ns": finite(c.after_ns),
         "lever": c.lever,
         "members": list(c.members),
+        "recounted": list(c.recounted),
     }
 
 

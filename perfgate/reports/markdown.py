@@ -104,7 +104,12 @@ def change_details(c: ChangeFinding, program: ProgramVerdict | None) -> str:
         f"{cell(change_cost(c, program))}\n\n"
         f"- replaced {cell(kernels_text(c.replaced, c.replaced_kernels))}\n"
         f"- by {cell(kernels_text(c.by, c.by_kernels))}\n"
-        f"- *Try*: {prose(c.lever)}\n"
+        + (
+            f"- launched more or less often with it: {cell(', '.join(c.recounted))}\n"
+            if c.recounted
+            else ""
+        )
+        + f"- *Try*: {prose(c.lever)}\n"
         f"- kernels under it: {', '.join(code(m) for m in c.members)}\n\n"
         "</details>\n\n"
     )

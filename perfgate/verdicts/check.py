@@ -11,7 +11,14 @@ from typing import Any, NamedTuple
 
 from perfgate import causes as differential
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
-from perfgate.causes.changes import MISSING, NEW, ChangeFinding, ChangeKernel, find_changes
+from perfgate.causes.changes import (
+    MISSING,
+    NEW,
+    RECOUNTED,
+    ChangeFinding,
+    ChangeKernel,
+    find_changes,
+)
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
 from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
 from perfgate.identity.families import family_of
@@ -659,7 +666,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     # With no baselined kernel left in the capture it may be another program's capture (the
     # notice says so): only a change of the whole program (its dtype, its math mode) is told.
     unchanged = len(missing) < len(baseline.kernels)
-    changes = _changes(missing, matching.unclaimed, ids, capture, unchanged)
+    changes = _changes(missing, matching.unclaimed, ids, capture, unchanged, verdicts)
     explained = {m for c in changes for m in c.members}
     notice = ""
     if all(k.id in explained for k in missing) and missing:
@@ -696,6 +703,7 @@ def _changes(
     ids: Mapping[KernelKey, str],
     capture: Capture,
     unchanged: bool,
+    verdicts: Sequence[KernelVerdict] = (),
 ) -> tuple[ChangeFinding, ...]:
     """The missing and new kernels grouped by the change that explains them; times a run
     (recorded for the missing, the capture files' mean for the new)."""
@@ -725,5 +733,15 @@ def _changes(
             launches=len(g.launches) / runs,
         )
         for g in new
+    ]
+    # Kernels still there whose only change is how often they run: they may follow the change.
+    kernels += [
+        ChangeKernel(v.kernel, v.name, v.family, RECOUNTED, 0.0, 0.0)
+        for v in verdicts
+        if v.state is KernelState.REGRESSED
+        and v.causes
+        and all(c.mechanism == "launch-count" for c in v.causes if c.kind is CauseKind.REGRESSION)
+        and v.headline is not None
+        and v.headline.mechanism == "launch-count"
     ]
     return find_changes(kernels, unchanged)
