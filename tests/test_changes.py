@@ -151,11 +151,20 @@ def test_tf32_off_says_tensor_cores_were_lost_and_what_it_cost() -> None:
     assert len(names) == len(set(names))
 
 
-def test_an_unchanged_build_on_another_machine_start_has_no_change_finding() -> None:
+WORKLOADS = sorted(
+    p.name.removesuffix("-run1.csv.gz") for p in (FIELD / "h100-a").glob("*-run1.csv.gz")
+)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_an_unchanged_build_on_another_machine_start_has_no_change_finding(workload: str) -> None:
+    # Start b only: on starts c and d max-autotune's own Inductor cache fused an add into a
+    # GEMM template (2 kernels gone, 1 new), a real change of kernels that is told as one.
     got = check(
-        baseline("field/h100/h100-a/cnn-tf32"), cap("field/h100/h100-b/cnn-tf32-run1.csv.gz")
+        baseline(f"field/h100/h100-a/{workload}"),
+        cap(f"field/h100/h100-b/{workload}-run1.csv.gz"),
     )
-    assert got.changes == ()
+    assert got.changes == (), [c.title for c in got.changes]
 
 
 def _report(base: str, changed: str) -> Report:

@@ -332,11 +332,12 @@ def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
         gone = sum(1 for k in inductor if k.side == MISSING)
         title = (
             f"torch.compile graph: Inductor generated other kernels ({gone} gone, "
-            f"{len(inductor) - gone} new): the compiled code or its graph changed"
+            f"{len(inductor) - gone} new): its graph, fusion or autotuned choice changed"
         )
         lever = (
-            "the compiled function's code (a graph change: fusion follows it), or the "
-            "torch.compile options; accept the new kernels if the change is intended"
+            "the compiled function's code (fusion follows the graph), or the torch.compile "
+            "options; max-autotune's choices can differ between machines with their own "
+            "Inductor cache: accept the new kernels if the change is intended"
         )
         return "compile", title, lever, inductor + blas + copies
     if copies:
