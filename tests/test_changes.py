@@ -13,10 +13,12 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from perfgate.baseline.model import Baseline
 from perfgate.causes.changes import MISSING, NEW, RECOUNTED, ChangeKernel, find_changes
+from perfgate.common.schemas import load_schema
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelKey, readable_ids
 from perfgate.ingest import read_capture
@@ -208,6 +210,7 @@ def test_the_json_carries_the_changes_with_their_members(
 ) -> None:
     got = result(base, changed)
     doc = json.loads(json_report.render(_report(base, changed)))
+    jsonschema.Draft202012Validator(load_schema("result.schema.json")).validate(doc)
     changes = doc["results"][0]["changes"]
     assert [c["title"] for c in changes] == [c.title for c in got.changes]
     assert changes[0]["kind"] == kind
