@@ -344,3 +344,44 @@ def test_a_launch_count_alone_or_beside_a_user_kernel_is_no_change_of_the_path()
     )
     assert [c.kind for c in got] == ["user-code"]
     assert "arange" not in got[0].members and got[0].recounted == ()
+
+
+# Real kernel names of the corpus (gemms workload: cuBLAS's TF32 GEMM and its FFMA kernels).
+CUBLAS_TF32 = (
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x256x32_warpgroupsize2x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas"
+)
+CUBLAS_FFMA = (
+    "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_"
+    "alignc4_execute_kernel__5x_cublas"
+)
+
+
+def test_tf32_off_in_cublas_names_the_matmul_lever() -> None:
+    got = find_changes(
+        [_k("tf32", CUBLAS_TF32, "cuBLAS", MISSING), _k("ffma", CUBLAS_FFMA, "cuBLAS", NEW)]
+    )
+    assert [c.kind for c in got] == ["precision"]
+    assert "TF32 tensor-core GEMMs -> FP32 FFMA GEMMs (tensor cores lost)" in got[0].title
+    assert "set_float32_matmul_precision" in got[0].lever
+    assert "cudnn" not in got[0].lever
+
+
+def test_two_libraries_picking_other_kernels_are_two_findings() -> None:
+    got = find_changes(
+        [
+            _k("a", "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT", "cuBLAS", MISSING),
+            _k("b", "nvjet_sm90_tst_64x64_64x13_2x1_v_bz_TNT", "cuBLAS", NEW),
+            _k(
+                "c",
+                "void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, 1, 1>(T2)",
+                "cuDNN",
+                MISSING,
+            ),
+            _k("d", "void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, 1, 2>(T2)", "cuDNN", NEW),
+        ]
+    )
+    assert sorted((c.kind, c.members) for c in got) == [
+        ("heuristic", ("a", "b")),
+        ("heuristic", ("c", "d")),
+    ]

@@ -411,45 +411,53 @@ def _named(kernels: Kernels) -> tuple[tuple[str, float], ...]:
     return tuple((n, launches[n]) for n in order[:SHOWN])
 
 
+def _claim(
+    rule: Rule, left: list[ChangeKernel]
+) -> tuple[ChangeFinding, set[tuple[str, str]]] | None:
+    """One finding of a rule on the kernels no rule has claimed yet, with the (id, side) of
+    the kernels it took; None when the rule finds nothing."""
+    missing = [k for k in left if k.side == MISSING]
+    new = [k for k in left if k.side == NEW]
+    claim = rule(missing, new) if missing or new else None
+    if claim is None:
+        return None
+    kind, title, lever, claimed = claim
+    ids = {(k.id, k.side) for k in claimed}
+    gone = [k for k in missing if (k.id, k.side) in ids]
+    came = [k for k in new if (k.id, k.side) in ids]
+    if not gone and not came:
+        return None
+    finding = ChangeFinding(
+        kind=kind,
+        title=title,
+        replaced=_named(gone),
+        by=_named(came),
+        replaced_kernels=len(gone),
+        by_kernels=len(came),
+        before_ns=_time(gone),
+        after_ns=_time(came),
+        lever=lever,
+        members=tuple(k.id for k in gone) + tuple(k.id for k in came),
+    )
+    return finding, {(k.id, k.side) for k in gone + came}
+
+
 def find_changes(
     kernels: Sequence[ChangeKernel], unchanged: bool = True
 ) -> tuple[ChangeFinding, ...]:
     """The change findings of one check, the largest (GPU time before and after) first.
     `unchanged`: some baselined kernel is still in the capture."""
-    left = list(kernels)
+    left = [k for k in kernels if k.side in (MISSING, NEW)]
     found: list[ChangeFinding] = []
     for rule, needs_unchanged in RULES:
         if needs_unchanged and not unchanged:
             continue
-        missing = [k for k in left if k.side == MISSING]
-        new = [k for k in left if k.side == NEW]
-        if not missing and not new:
-            break
-        claim = rule(missing, new)
-        if claim is None:
-            continue
-        kind, title, lever, claimed = claim
-        ids = {k.id + "\0" + k.side for k in claimed}
-        members = [k for k in left if k.id + "\0" + k.side in ids]
-        if not members:
-            continue
-        gone = [k for k in members if k.side == MISSING]
-        came = [k for k in members if k.side == NEW]
-        found.append(
-            ChangeFinding(
-                kind=kind,
-                title=title,
-                replaced=_named(gone),
-                by=_named(came),
-                replaced_kernels=len(gone),
-                by_kernels=len(came),
-                before_ns=_time(gone),
-                after_ns=_time(came),
-                lever=lever,
-                members=tuple(k.id for k in gone) + tuple(k.id for k in came),
-            )
-        )
-        left = [k for k in left if k not in members]
+        # A rule may find several changes of its kind (two libraries' other picks): each
+        # claim takes kernels, so this ends.
+        while (claimed := _claim(rule, left)) is not None:
+            finding, taken = claimed
+            found.append(finding)
+            left = [k for k in left if (k.id, k.side) not in taken]
     found.sort(key=lambda f: -(f.before_ns + f.after_ns))
     return _with_recounted(found, [k for k in kernels if k.side == RECOUNTED])
 

@@ -35,7 +35,9 @@ def render(report: Report, verbose: bool = False) -> str:
         for v in result.ordered():
             if not verbose and passes_quietly(v.state):
                 continue  # new kernels are counted below; one that replaced a kernel is named
-            if not verbose and v.kernel in explained and v.state is not KernelState.NEW:
+            recounted = v.headline is not None and v.headline.mechanism == "launch-count"
+            under = v.state is KernelState.MISSING or recounted
+            if not verbose and v.kernel in explained and under:
                 continue  # under its change finding; -v lists it too
             lines.extend(kernel_lines(v, verbose))
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
