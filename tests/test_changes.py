@@ -17,7 +17,14 @@ import jsonschema
 import pytest
 
 from perfgate.baseline.model import Baseline
-from perfgate.causes.changes import MISSING, NEW, RECOUNTED, ChangeKernel, find_changes
+from perfgate.causes.changes import (
+    MISSING,
+    NEW,
+    RECOUNTED,
+    ChangeKernel,
+    find_changes,
+    label,
+)
 from perfgate.common.schemas import load_schema
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelKey, readable_ids
@@ -385,3 +392,12 @@ def test_two_libraries_picking_other_kernels_are_two_findings() -> None:
         ("heuristic", ("a", "b")),
         ("heuristic", ("c", "d")),
     ]
+
+
+def test_a_label_says_what_a_library_kernel_is_in_few_characters() -> None:
+    assert label(CUBLAS_TF32) == "sm90_xmma_gemm f32f32_tf32f32_f32 128x256x32"
+    cutlass = (
+        "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_64x64_"
+        "64x5_nhwc_align8>(T1::Params)"
+    )
+    assert label(cutlass) == "cutlass_tensorop_bf16_s16816fprop_bf16_64x64_64x5_nhwc"

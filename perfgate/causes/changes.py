@@ -117,6 +117,9 @@ def label(name: str) -> str:
     """A short name for a kernel in a finding: cuDNN's and cuBLAS's xmma engines by their
     architecture, operation, types and tile ('sm80_xmma_fprop tf32f32_tf32f32_f32 128x64x32')."""
     short = short_name(name)
+    cutlass = re.search(r"\bKernel2?<(cutlass_\w+)>", name)
+    if cutlass:  # CUTLASS's kernels say what they are in their one template argument
+        short = re.sub(r"_optimized|_align\d+$", "", cutlass.group(1))
     xmma = _XMMA.match(short)
     if xmma:
         sm, op, types, tile = xmma.groups()
