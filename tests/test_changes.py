@@ -20,6 +20,7 @@ from perfgate.baseline.model import Baseline
 from perfgate.causes.changes import (
     MISSING,
     NEW,
+    RECONFIGURED,
     RECOUNTED,
     ChangeKernel,
     find_changes,
@@ -140,7 +141,8 @@ def test_the_first_finding_names_the_change_and_its_lever(
             v = verdicts[member]
             # Gone, new, or still there but launched more or less often along with the change.
             recounted = v.headline is not None and v.headline.mechanism == "launch-count"
-            assert v.state in (KernelState.MISSING, KernelState.NEW) or recounted, (
+            reconfigured = v.matched_by == "reconfigured" and v.state is KernelState.REGRESSED
+            assert v.state in (KernelState.MISSING, KernelState.NEW) or recounted or reconfigured, (
                 change.title,
                 member,
             )
@@ -401,3 +403,14 @@ def test_a_label_says_what_a_library_kernel_is_in_few_characters() -> None:
         "64x5_nhwc_align8>(T1::Params)"
     )
     assert label(cutlass) == "cutlass_tensorop_bf16_s16816fprop_bf16_64x64_64x5_nhwc"
+
+
+def test_a_user_kernel_slower_at_a_configuration_never_recorded_is_one_finding() -> None:
+    slower = ChangeKernel(
+        "mm", "perfgate_autotuned_mm", None, RECONFIGURED, 90_000.0, 2.0, recorded_ns=60_000.0
+    )
+    got = find_changes([slower])
+    assert [(c.kind, c.members) for c in got] == [("configuration", ("mm",))]
+    assert (got[0].before_ns, got[0].after_ns) == (60_000.0, 90_000.0)
+    assert "@triton.autotune" in got[0].lever
+    assert got[0].title.startswith("kernel configuration: perfgate_autotuned_mm slower")

@@ -21,6 +21,7 @@ from perfgate.ingest.names import short_name
 MISSING = "missing"
 NEW = "new"
 RECOUNTED = "recounted"  # a kernel still there, launched more or less often
+RECONFIGURED = "reconfigured"  # a user kernel at a launch configuration never recorded, slower
 SHOWN = 3  # kernels named per side of a finding, heaviest first
 
 
@@ -31,16 +32,18 @@ class ChangeKernel:
     id: str  # the baseline's id (missing) or the check's readable id (new)
     name: str  # as ncu printed it
     family: str | None
-    side: str  # MISSING, NEW or RECOUNTED
-    time_ns: float  # GPU time a run: as recorded (missing), in the capture (new)
+    side: str  # MISSING, NEW, RECOUNTED or RECONFIGURED
+    time_ns: float  # GPU time a run: as recorded (missing), in the capture (new, reconfigured)
     launches: float  # a run
+    recorded_ns: float = 0.0  # a reconfigured kernel's GPU time a run as recorded
 
 
 @dataclass(frozen=True)
 class ChangeFinding:
     """One change at the caller's level and the kernels it explains."""
 
-    kind: str  # "precision", "dtype", "attention", "layout", "compile", "heuristic", "user-code"
+    kind: str  # "precision", "dtype", "attention", "layout", "compile", "heuristic",
+    # "user-code", "configuration"
     title: str
     replaced: tuple[tuple[str, float], ...]  # (name, launches a run), heaviest first, capped
     by: tuple[tuple[str, float], ...]
@@ -461,8 +464,36 @@ def find_changes(
             finding, taken = claimed
             found.append(finding)
             left = [k for k in left if (k.id, k.side) not in taken]
+    reconfigured = [k for k in kernels if k.side == RECONFIGURED]
+    if reconfigured:
+        found.append(_configuration(reconfigured))
     found.sort(key=lambda f: -(f.before_ns + f.after_ns))
     return _with_recounted(found, [k for k in kernels if k.side == RECOUNTED])
+
+
+def _configuration(kernels: Sequence[ChangeKernel]) -> ChangeFinding:
+    """The program's own kernels (Triton's or CUDA's) slower at a launch configuration the
+    baseline never recorded: an autotune config list or launch parameters changed."""
+    named = _named(kernels)
+    return ChangeFinding(
+        kind="configuration",
+        title=(
+            f"kernel configuration: {', '.join(n for n, _ in named)} "
+            "slower at a launch configuration the baseline never recorded"
+        ),
+        replaced=named,
+        by=named,
+        replaced_kernels=len(kernels),
+        by_kernels=len(kernels),
+        before_ns=sum(k.recorded_ns for k in kernels),
+        after_ns=_time(kernels),
+        lever=(
+            "the kernel's configurations: a Triton @triton.autotune config list (BLOCK sizes, "
+            "num_warps, num_stages) or the launch parameters; `perfgate baseline accept` if "
+            "intended"
+        ),
+        members=tuple(k.id for k in kernels),
+    )
 
 
 # A change of the whole path (another attention implementation, compile mode, dtype, layout)

@@ -14,6 +14,7 @@ from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.causes.changes import (
     MISSING,
     NEW,
+    RECONFIGURED,
     RECOUNTED,
     ChangeFinding,
     ChangeKernel,
@@ -744,4 +745,32 @@ def _changes(
         and v.headline is not None
         and v.headline.mechanism == "launch-count"
     ]
+    # The program's own kernels slower at a launch configuration never recorded.
+    kernels += [
+        ChangeKernel(
+            v.kernel, v.name, None, RECONFIGURED, time[1], _launches(v), recorded_ns=time[0]
+        )
+        for v in verdicts
+        if v.state is KernelState.REGRESSED
+        and v.family is None
+        and v.matched_by == "reconfigured"
+        and (time := _time_before_after(v)) is not None
+    ]
     return find_changes(kernels, unchanged)
+
+
+def _time_before_after(v: KernelVerdict) -> tuple[float, float] | None:
+    """A kernel's GPU time a run, as recorded and now, from its total_time comparison."""
+    c = next((c for c in v.comparisons if c.metric == "total_time"), None)
+    if (
+        c is None
+        or not isinstance(c.baseline, float | int)
+        or not isinstance(c.current, float | int)
+    ):
+        return None
+    return float(c.baseline), float(c.current)
+
+
+def _launches(v: KernelVerdict) -> float:
+    runs = v.launches.current if v.launches is not None else ()
+    return sum(runs) / len(runs) if runs else 0.0
