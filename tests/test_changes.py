@@ -414,3 +414,19 @@ def test_a_user_kernel_slower_at_a_configuration_never_recorded_is_one_finding()
     assert (got[0].before_ns, got[0].after_ns) == (60_000.0, 90_000.0)
     assert "@triton.autotune" in got[0].lever
     assert got[0].title.startswith("kernel configuration: perfgate_autotuned_mm slower")
+
+
+def test_a_baseline_that_recorded_cudnn_as_cublas_is_read_by_the_names_family() -> None:
+    from dataclasses import replace
+
+    old = baseline("field/h100/h100-a/cnn-tf32")
+    wrong = replace(
+        old,
+        kernels=tuple(
+            replace(k, family="cuBLAS") if "_cudnn" in (k.name or "") else k for k in old.kernels
+        ),
+    )
+    got = check(wrong, cap("field/h100/h100-a/cnn-fp32-run1.csv.gz"))
+    cudnn = [v for v in got.verdicts if "_cudnn" in v.name]
+    assert cudnn and all(v.family == "cuDNN" for v in cudnn)
+    assert got.changes[0].kind == "precision"

@@ -294,7 +294,7 @@ def _delta(
             messages.setdefault(rule, text)
         for counter, where in launch.lines.items():
             lines.setdefault(counter, where)
-    family = kernel.family or (f.name if (f := family_of(first.name)) else None)
+    family = _family(kernel, first.name)
     runs = len({la.source for la in launches}) or 1
     return KernelDelta(
         kernel=kernel.id,
@@ -319,6 +319,13 @@ def _delta(
         comparisons=tuple(comparisons),
         family=family,
     )
+
+
+def _family(kernel: KernelBaseline, name: str) -> str | None:
+    """The family of a kernel's name, else as recorded: a baseline recorded before a family's
+    naming was known says another (cuDNN's xmma engines, `..._cudnn`, were called cuBLAS)."""
+    family = family_of(name)
+    return family.name if family else kernel.family
 
 
 def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
@@ -368,7 +375,7 @@ def _judge_kernel(
             if got is not None:
                 measured[metric.name] = got
     changed = how.startswith(_CHANGED)
-    family = kernel.family or (f.name if (f := family_of(launches[0].name)) else None)
+    family = _family(kernel, launches[0].name)
     causes: tuple[RootCause, ...] = ()
     if changed or any(c.state is not State.PASS for c in comparisons):
         # Only a kernel that moved is diagnosed: the common all-pass check measures its gated
@@ -524,7 +531,7 @@ def _missing(
     kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
 ) -> KernelVerdict:
     name = kernel.name or kernel.match.name or kernel.id
-    family = kernel.family or (f.name if (f := family_of(name)) else None)
+    family = _family(kernel, name)
     what = f"{family} kernel" if family else "kernel"
     message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
     related: tuple[str, ...] = ()
