@@ -430,3 +430,15 @@ def test_a_baseline_that_recorded_cudnn_as_cublas_is_read_by_the_names_family() 
     cudnn = [v for v in got.verdicts if "_cudnn" in v.name]
     assert cudnn and all(v.family == "cuDNN" for v in cudnn)
     assert got.changes[0].kind == "precision"
+
+
+def test_github_annotates_a_change_once_not_each_kernel_it_took_away() -> None:
+    from perfgate.reports import github
+
+    out = github.render(
+        _report("field/h100/h100-a/cnn-tf32", "field/h100/h100-a/cnn-fp32-run1.csv.gz")
+    )
+    lines = out.splitlines()
+    changes = [line for line in lines if "perfgate%3A change%3A precision" in line]
+    assert len(changes) == 1 and "torch.backends.cudnn.allow_tf32" in changes[0]
+    assert not [line for line in lines if " missing::" in line or "missing," in line], out
