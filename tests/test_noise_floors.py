@@ -80,9 +80,7 @@ def test_every_time_band_was_measured(needs: list[noise_model.FloorNeed]) -> Non
     # (unless it moved over 1.5 us a launch), so no floor of its band must cover anything.
     bands = {n.band for n in needs if n.metric == "duration"}
     assert bands == {
-        f"{label} ({kind})"
-        for _, label in noise_model.BANDS[1:]
-        for kind in TIME_FLOOR_POINTS
+        f"{label} ({kind})" for _, label in noise_model.BANDS[1:] for kind in TIME_FLOOR_POINTS
     }
 
 

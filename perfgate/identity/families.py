@@ -26,16 +26,26 @@ def _f(name: str, pattern: str, library: bool, task: str) -> Family:
 
 # Order matters: the first match wins (cuDNN's generated SDPA kernels say "flash" too).
 FAMILIES: tuple[Family, ...] = (
-    _f("cuDNN", r"^cudnn|cudnn_generated|\bcudnn::", True, "cuDNN engine"),
+    # cuDNN names its kernels itself: the `_cudnn` suffix of its generated xmma and CUTLASS
+    # engines (`..._execute_kernel__5x_cudnn`, `cutlass__5x_cudnn::`), the `cudnn::` namespace,
+    # its precompiled engines and helpers (layout conversions, padding, the legacy
+    # implicit-GEMM convolution). Its xmma engines say "gemm" too: it comes before cuBLAS.
+    _f("cuDNN", r"^cudnn|cudnn_generated|\bcudnn::|_cudnn(?:\b|::|$)|engines_precompiled::"
+       r"|\bimplicit_convolve_sgemm<|\bnhwcAddPaddingKernel<", True, "cuDNN engine"),
     _f("FlashAttention", r"\bflash_(fwd|bwd)|pytorch_flash::|\bfmha|flash_attn", True,
        "attention"),
-    _f("cuBLAS", r"^nvjet_|\bsm\d+_xmma_gemm|^(ampere|sm\d+|volta|turing)_.*gemm|cublas",
-       True, "GEMM"),
+    _f("cuBLAS", r"^nvjet_|\bsm\d+_xmma_gemm|^(ampere|sm\d+|volta|turing)_.*gemm|cublas"
+       r"|\bgemmSN_\w+_kernel<|\bgemv2?[NT]_kernel", True, "GEMM"),
     _f("CUTLASS", r"\bcutlass\b|cutlass::", True, "CUTLASS GEMM/conv"),
     _f("NCCL", r"^ncclDevKernel|^ncclKernel|\bnccl", True, "collective"),
     _f("Inductor", r"^triton_(poi|red|per|tem|for|mm|bmm)_", False, "generated Triton"),
-    _f("ATen", r"\bat::native::|\bat::(?!cuda::)[A-Za-z_]+<|\bat::\w+kernel", False,
-       "PyTorch operator"),
+    # ATen: `at::` and `native::` (ncu prints at::native's kernels either way), its anonymous
+    # namespaces (`at::<unnamed>::`, the persistent softmax's `<unnamed>::softmax_warp_*`, the
+    # index kernels of arange) and the histogram of `cuda::`.
+    _f("ATen", r"\bat::native::|\bat::(?!cuda::)(?:<unnamed>::)?[A-Za-z_]+<"
+       r"|^(?:void )?(?:at|native)::"
+       r"|^(?:void )?<unnamed>::(?:softmax_warp|elementwise_kernel_with_index)"
+       r"|at::arange|^(?:void )?cuda::kernelHistogram", False, "PyTorch operator"),
 )  # fmt: skip
 
 

@@ -150,7 +150,11 @@ def readable_ids(keys: Sequence[KernelKey]) -> dict[KernelKey, str]:
             elif part == "nvtx" and len({k.nvtx for k in members}) > 1:
                 labels = {k: f"{labels[k]} @{k.nvtx or '-'}" for k in members}
             elif part == "work" and len({k.work for k in members}) > 1:
-                labels = {k: f"{labels[k]} #work{k.work}" for k in members}
+                # A key without a work class is the one its name and shape run alone: unlabelled.
+                labels = {
+                    k: labels[k] if k.work is None else f"{labels[k]} #work{k.work}"
+                    for k in members
+                }
         out.update(labels)
     return out
 

@@ -190,9 +190,7 @@ def record_kernel(
             skipped.append(f"{kid}: {name}: {result.reason}")
             continue
         if tuned and name == "duration":
-            metrics.append(
-                _tuned_duration(result, defn, launches, seen[0], capture, duration, gpu)
-            )
+            metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration, gpu))
             continue
         per_run = _per_run(defn, launches, capture.columns)
         metrics.append(_metric_baseline(result, defn, per_run, duration, gpu))

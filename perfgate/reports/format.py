@@ -4,12 +4,14 @@ that they say the same thing in the same words."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 
+from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
-from perfgate.verdicts.model import CheckResult, KernelVerdict
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
 
 VERDICT = {
     State.PASS: "pass",
@@ -214,3 +216,72 @@ def finite(v: float | str | None) -> float | str | None:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
+
+
+WIDTH = 120  # columns of a change finding's text: it fits a terminal
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.1f} us"
+
+
+def _times(n: float) -> str:
+    return f"x{n:g}" if n == int(n) else f"x{n:.1f}"
+
+
+def kernels_text(names: tuple[tuple[str, float], ...], total: int) -> str:
+    """'12 kernels: nchwToNhwcKernel<…> x18, …': the heaviest few by name, once each."""
+    shown = ", ".join(f"{n} {_times(x)}" for n, x in names)
+    more = f", and {total - len(names)} more" if total > len(names) else ""
+    return f"{counted(total, 'kernel')}: {shown}{more}" if total else "nothing"
+
+
+def change_cost(change: ChangeFinding, program: ProgramVerdict | None) -> str:
+    """'its kernels 236.8 us -> 432.8 us a run (+196.0 us); program 395.9 us -> 592.5 us'."""
+    delta = change.after_ns - change.before_ns
+    text = (
+        f"GPU time of its kernels {_us(change.before_ns)} -> {_us(change.after_ns)} a run "
+        f"({'+' if delta >= 0 else '-'}{_us(abs(delta))})"
+    )
+    if program is not None and program.baseline is not None and program.current is not None:
+        text += f"; program {_us(program.baseline)} -> {_us(program.current)}"
+    return text
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+
+
+def change_lines(change: ChangeFinding, program: ProgramVerdict | None) -> list[str]:
+    """A change finding for the console: at most 7 lines of at most WIDTH columns."""
+    pad = " " * 14
+    lines = [
+        _clip(f"  {'CHANGE':<11} {change.title}"),
+        _clip(f"{pad}{change_cost(change, program)}"),
+    ]
+    for lead, names, total in (
+        ("replaced", change.replaced, change.replaced_kernels),
+        ("by", change.by, change.by_kernels),
+    ):
+        lines += textwrap.wrap(
+            f"{lead} {kernels_text(names, total)}",
+            WIDTH,
+            initial_indent=pad,
+            subsequent_indent=pad + "  ",
+            max_lines=2,
+            placeholder=" …",
+            break_long_words=False,
+        )
+    if change.recounted:
+        lines.append(
+            _clip(f"{pad}launched more or less often with it: {', '.join(change.recounted)}")
+        )
+    lines += textwrap.wrap(
+        change.lever,
+        WIDTH,
+        initial_indent=f"{pad}try: ",
+        subsequent_indent=f"{pad}     ",
+        max_lines=3,
+        placeholder=" …",
+    )
+    return lines

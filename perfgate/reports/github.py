@@ -22,8 +22,8 @@ from typing import Literal
 
 from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.policy import failing as needs_attention
-from perfgate.judge.states import SEVERITY
-from perfgate.reports.format import counted, headline, location
+from perfgate.judge.states import SEVERITY, KernelState
+from perfgate.reports.format import change_cost, counted, headline, location
 from perfgate.reports.summary import program_text
 from perfgate.verdicts.model import KernelVerdict, Report
 
@@ -65,8 +65,29 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
         for r in report.results
         if r.program is not None and meaning(r.program.state) is Meaning.FAILS
     )
+    # A change that took baselined kernels away: one annotation, where its first one was
+    # recorded, in place of one per missing kernel (perfgate.causes.changes).
+    under_change: set[tuple[int, str]] = set()
+    for r in report.results:
+        by_id = {v.kernel: v for v in r.verdicts if v.state is KernelState.MISSING}
+        for c in r.changes:
+            gone = [by_id[m] for m in c.members if m in by_id]
+            if not gone:
+                continue
+            under_change.update((id(r), v.kernel) for v in gone)
+            file, line = location(r, gone[0], files)
+            props = _properties(file, line, f"perfgate: change: {c.kind}")
+            lines.append(
+                f"::{level} {props}::"
+                + escape_data(f"{c.title}; {change_cost(c, r.program)}; try: {c.lever}")
+            )
     failing = sorted(
-        ((r, v) for r in report.results for v in r.verdicts if needs_attention(v.state)),
+        (
+            (r, v)
+            for r in report.results
+            for v in r.verdicts
+            if needs_attention(v.state) and (id(r), v.kernel) not in under_change
+        ),
         key=lambda rv: _worst_first(rv[1]),
     )
     room = max(MAX_ERRORS - len(lines), 0)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from perfgate import __version__
+from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison
 from perfgate.judge.states import KernelState
@@ -103,6 +104,22 @@ def _program(p: ProgramVerdict | None) -> dict[str, Any] | None:
     }
 
 
+def _change(c: ChangeFinding) -> dict[str, Any]:
+    return {
+        "kind": c.kind,
+        "title": c.title,
+        "replaced": [{"name": n, "launches": x} for n, x in c.replaced],
+        "by": [{"name": n, "launches": x} for n, x in c.by],
+        "replaced_kernels": c.replaced_kernels,
+        "by_kernels": c.by_kernels,
+        "before_ns": finite(c.before_ns),
+        "after_ns": finite(c.after_ns),
+        "lever": c.lever,
+        "members": list(c.members),
+        "recounted": list(c.recounted),
+    }
+
+
 def _result(r: CheckResult) -> dict[str, Any]:
     return {
         "baseline": r.baseline_path,
@@ -115,6 +132,7 @@ def _result(r: CheckResult) -> dict[str, Any]:
         "noted": noted_count(r.verdicts),
         "kernels": [_verdict(v) for v in r.ordered()],
         "program": _program(r.program),
+        "changes": [_change(c) for c in r.changes],
     }
 
 

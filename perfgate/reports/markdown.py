@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import CauseKind
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.policy import passes_quietly
@@ -29,15 +30,17 @@ from perfgate.reports.format import (
     VERDICT,
     by_share,
     change,
+    change_cost,
     counted,
     evidence_text,
     headline,
+    kernels_text,
     launches_text,
     value,
 )
 from perfgate.reports.markup import cell, code
 from perfgate.reports.summary import status_line
-from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
 ICON = {
     KernelState.PASS: "✅",
@@ -58,6 +61,8 @@ PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
 # the verdict out of view (an improvement read like a regression). The numbers are in the
 # kernel's details block below the table.
 HEADER = "| Kernel | Verdict | What changed, and what to try |\n|---|---|---|\n"
+CHANGE_HEADER = "| Change | Replaced → by | What to try |\n|---|---|---|\n"
+CHANGE_ROWS = 10  # a summary table a reviewer reads at a glance
 METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | |\n|---|---|---|---|---|\n"
 
 
@@ -84,6 +89,30 @@ def metric_row(c: Comparison) -> str:
         state += f"<br><sub>{cell(c.message)}</sub>"
     both = f"{value(c.baseline, c.unit)} → {value(c.current, c.unit)}"
     return f"| {code(c.metric)} | {cell(both)} | {cell(change(c))} | {cell(c.bound)} | {state} |\n"
+
+
+def change_row(c: ChangeFinding, program: ProgramVerdict | None) -> str:
+    cost = cell(change_cost(c, program))
+    both = f"{c.replaced_kernels} → {c.by_kernels} kernels<br><sub>{cost}</sub>"
+    return f"| **{cell(c.title)}** | {both} | {prose(c.lever)} |\n"
+
+
+def change_details(c: ChangeFinding, program: ProgramVerdict | None) -> str:
+    """What a change replaced by what, and every kernel it explains, folded."""
+    return (
+        f"<details><summary>🔀 {cell(c.title)}</summary>\n\n"
+        f"{cell(change_cost(c, program))}\n\n"
+        f"- replaced {cell(kernels_text(c.replaced, c.replaced_kernels))}\n"
+        f"- by {cell(kernels_text(c.by, c.by_kernels))}\n"
+        + (
+            f"- launched more or less often with it: {cell(', '.join(c.recounted))}\n"
+            if c.recounted
+            else ""
+        )
+        + f"- *Try*: {prose(c.lever)}\n"
+        f"- kernels under it: {', '.join(code(m) for m in c.members)}\n\n"
+        "</details>\n\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -234,12 +263,34 @@ def render(
 ) -> str:
     """The summary; with `budget` (bytes of UTF-8) it stays under it, pointing to `full_report`."""
     pictures = pictures or Pictures()
-    ordered = [v for r in report.results for v in r.ordered()]
-    attention = [v for v in ordered if not passes_quietly(v.state) or v.related]
-    quiet = [v for v in ordered if v not in attention]
+    explained = {(id(r), m) for r in report.results for m in r.explained()}
+    changes = [
+        (change_row(c, r.program), change_details(c, r.program))
+        for r in report.results
+        for c in r.changes
+    ]
+    attention = [
+        v
+        for r in report.results
+        for v in r.ordered()
+        if (not passes_quietly(v.state) or v.related) and (id(r), v.kernel) not in explained
+    ]
+    quiet = [
+        v
+        for r in report.results
+        for v in r.ordered()
+        if v not in attention and (id(r), v.kernel) not in explained
+    ]
     details = [block for r in report.results for block in kernel_details(r, pictures)]
     head = (marker + "\n" if marker else "") + _head(report)
     sections: list[tuple[str, list[str], Callable[[int], str]]] = []
+    if changes:
+        sections.append((
+            CHANGE_HEADER,
+            [row for row, _ in changes[:CHANGE_ROWS]],
+            lambda n: f"| … | {counted(n, 'more change')} not shown | |\n",
+        ))  # fmt: skip
+        sections.append(("", [details for _, details in changes], lambda n: ""))
     if attention:
         sections.append(
             (

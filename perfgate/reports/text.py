@@ -6,7 +6,7 @@ from __future__ import annotations
 from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import counted, kernel_lines, noted_count
+from perfgate.reports.format import change_lines, counted, kernel_lines, noted_count
 from perfgate.reports.summary import program_text, status_line
 from perfgate.verdicts.model import CheckResult, Report
 
@@ -29,9 +29,16 @@ def render(report: Report, verbose: bool = False) -> str:
             lines.append(f"note: {program_text(result.program)}")
         if result.notice:
             lines.append(f"notice: {result.notice}")
+        for change in result.changes:
+            lines.extend(change_lines(change, result.program))
+        explained = result.explained()
         for v in result.ordered():
             if not verbose and passes_quietly(v.state):
                 continue  # new kernels are counted below; one that replaced a kernel is named
+            recounted = v.headline is not None and v.headline.mechanism == "launch-count"
+            under = v.state is KernelState.MISSING or recounted
+            if not verbose and v.kernel in explained and under:
+                continue  # under its change finding; -v lists it too
             lines.extend(kernel_lines(v, verbose))
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)

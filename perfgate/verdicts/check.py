@@ -11,6 +11,15 @@ from typing import Any, NamedTuple
 
 from perfgate import causes as differential
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.causes.changes import (
+    MISSING,
+    NEW,
+    RECONFIGURED,
+    RECOUNTED,
+    ChangeFinding,
+    ChangeKernel,
+    find_changes,
+)
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
 from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
 from perfgate.identity.families import family_of
@@ -50,9 +59,10 @@ from perfgate.metrics.measure import (
     rule_speedups,
 )
 from perfgate.metrics.names import absent_note
+from perfgate.metrics.program import time_in
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
-from perfgate.verdicts.program import judge_program
+from perfgate.verdicts.program import judge_program, recorded_time
 
 
 @dataclass(frozen=True)
@@ -297,7 +307,7 @@ def _delta(
             messages.setdefault(rule, text)
         for counter, where in launch.lines.items():
             lines.setdefault(counter, where)
-    family = kernel.family or (f.name if (f := family_of(first.name)) else None)
+    family = _family(kernel, first.name)
     runs = len({la.source for la in launches}) or 1
     return KernelDelta(
         kernel=kernel.id,
@@ -322,6 +332,13 @@ def _delta(
         comparisons=tuple(comparisons),
         family=family,
     )
+
+
+def _family(kernel: KernelBaseline, name: str) -> str | None:
+    """The family of a kernel's name, else as recorded: a baseline recorded before a family's
+    naming was known says another (cuDNN's xmma engines, `..._cudnn`, were called cuBLAS)."""
+    family = family_of(name)
+    return family.name if family else kernel.family
 
 
 def _causes(delta: KernelDelta) -> tuple[RootCause, ...]:
@@ -371,7 +388,7 @@ def _judge_kernel(
             if got is not None:
                 measured[metric.name] = got
     changed = how.startswith(_CHANGED)
-    family = kernel.family or (f.name if (f := family_of(launches[0].name)) else None)
+    family = _family(kernel, launches[0].name)
     causes: tuple[RootCause, ...] = ()
     if changed or any(c.state is not State.PASS for c in comparisons):
         # Only a kernel that moved is diagnosed: the common all-pass check measures its gated
@@ -605,7 +622,7 @@ def _missing(
     kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
 ) -> KernelVerdict:
     name = kernel.name or kernel.match.name or kernel.id
-    family = kernel.family or (f.name if (f := family_of(name)) else None)
+    family = _family(kernel, name)
     what = f"{family} kernel" if family else "kernel"
     message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
     related: tuple[str, ...] = ()
@@ -752,8 +769,16 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         for group in matching.unclaimed:
             replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
             verdicts.append(_new(group, ids[group.key], replaced, capture))
+    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
+    # With no baselined kernel left in the capture it may be another program's capture (the
+    # notice says so): only a change of the whole program (its dtype, its math mode) is told.
+    unchanged = len(missing) < len(baseline.kernels)
+    changes = _changes(missing, matching.unclaimed, ids, capture, unchanged, verdicts)
+    explained = {m for c in changes for m in c.members}
     notice = ""
-    if baseline.kernels and not matching.groups and groups:
+    if all(k.id in explained for k in missing) and missing:
+        pass  # every kernel gone is explained by a change: no other program (the findings say)
+    elif baseline.kernels and not matching.groups and groups:
         notice = _notice(baseline, capture, groups)
     elif baseline.kernels and not capture.launches:
         notice = (
@@ -766,7 +791,6 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     if settings.other_scope:
         warnings.append(settings.other_scope)
     devices = capture.devices
-    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
     new_launches = [la for group in matching.unclaimed for la in group.launches]
     return CheckResult(
         baseline_path=baseline.path,
@@ -777,6 +801,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         baseline_gpu=gpu,
         notice=notice,
         program=_program(baseline, capture, new_launches, missing, settings.other_scope),
+        changes=changes,
     )
 
 
@@ -793,3 +818,81 @@ def _program(
     if program is None or not other_scope or program.state is KernelState.SKIPPED:
         return program
     return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {other_scope}")
+
+
+def _changes(
+    missing: Sequence[KernelBaseline],
+    new: Sequence[KernelGroup],
+    ids: Mapping[KernelKey, str],
+    capture: Capture,
+    unchanged: bool,
+    verdicts: Sequence[KernelVerdict] = (),
+) -> tuple[ChangeFinding, ...]:
+    """The missing and new kernels grouped by the change that explains them; times a run
+    (recorded for the missing, the capture files' mean for the new)."""
+    if not missing and not new:
+        return ()
+    runs = max(len(capture.paths), 1)
+    kernels = [
+        ChangeKernel(
+            id=k.id,
+            name=(name := k.name or k.match.name or k.id),
+            # The name's family first: a baseline recorded before a family was known says
+            # another (cuDNN's xmma engines were called cuBLAS).
+            family=f.name if (f := family_of(name)) else k.family,
+            side=MISSING,
+            time_ns=recorded_time(k),
+            launches=float(k.launches or 1),
+        )
+        for k in missing
+    ]
+    kernels += [
+        ChangeKernel(
+            id=ids[g.key],
+            name=g.key.name,
+            family=f.name if (f := family_of(g.key.name)) else None,
+            side=NEW,
+            time_ns=sum(time_in(g.launches, p) for p in capture.paths) / runs,
+            launches=len(g.launches) / runs,
+        )
+        for g in new
+    ]
+    # Kernels still there whose only change is how often they run: they may follow the change.
+    kernels += [
+        ChangeKernel(v.kernel, v.name, v.family, RECOUNTED, 0.0, 0.0)
+        for v in verdicts
+        if v.state is KernelState.REGRESSED
+        and v.causes
+        and all(c.mechanism == "launch-count" for c in v.causes if c.kind is CauseKind.REGRESSION)
+        and v.headline is not None
+        and v.headline.mechanism == "launch-count"
+    ]
+    # The program's own kernels slower at a launch configuration never recorded.
+    kernels += [
+        ChangeKernel(
+            v.kernel, v.name, None, RECONFIGURED, time[1], _launches(v), recorded_ns=time[0]
+        )
+        for v in verdicts
+        if v.state is KernelState.REGRESSED
+        and v.family is None
+        and v.matched_by == "reconfigured"
+        and (time := _time_before_after(v)) is not None
+    ]
+    return find_changes(kernels, unchanged)
+
+
+def _time_before_after(v: KernelVerdict) -> tuple[float, float] | None:
+    """A kernel's GPU time a run, as recorded and now, from its total_time comparison."""
+    c = next((c for c in v.comparisons if c.metric == "total_time"), None)
+    if (
+        c is None
+        or not isinstance(c.baseline, float | int)
+        or not isinstance(c.current, float | int)
+    ):
+        return None
+    return float(c.baseline), float(c.current)
+
+
+def _launches(v: KernelVerdict) -> float:
+    runs = v.launches.current if v.launches is not None else ()
+    return sum(runs) / len(runs) if runs else 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import CauseKind, RootCause
 from perfgate.common.errors import ExitCode
 from perfgate.judge.comparison import Comparison
@@ -106,6 +107,13 @@ class CheckResult:
     # Said once when no baselined kernel is in the captures: what they hold instead.
     notice: str = ""
     program: ProgramVerdict | None = None  # None: not asked (a check without a program)
+    # The missing and new kernels grouped by the change that explains them, largest first
+    # (perfgate.causes.changes); their verdicts stay, rendered under the finding.
+    changes: tuple[ChangeFinding, ...] = ()
+
+    def explained(self) -> frozenset[str]:
+        """The ids of the missing and new kernels a change finding explains."""
+        return frozenset(m for c in self.changes for m in c.members)
 
     @property
     def exit_code(self) -> ExitCode:

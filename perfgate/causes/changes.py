@@ -1,0 +1,517 @@
+"""Change findings: the kernels gone from a capture and the kernels new to it, grouped by the
+one change that explains them (issue 22).
+
+A flag flipped at the caller's level (TF32 off, another SDPA backend, channels_last removed,
+another torch.compile mode) swaps a whole set of library kernels at once; reported kernel by
+kernel it reads as a dozen unrelated substitutions. Each rule below reads only the names of the
+missing and new kernels (what each library writes in them: `tf32`, `ffma`, `bf16`,
+`tensor16x8x8`, `nhwc`, `flash`, `triton_tem_`) and claims the kernels its change explains; one
+registry runs them in order, each on what the rules before it left. A finding says what was
+replaced by what, the GPU time of those kernels before and after, and the lever.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from perfgate.ingest.names import short_name
+
+MISSING = "missing"
+NEW = "new"
+RECOUNTED = "recounted"  # a kernel still there, launched more or less often
+RECONFIGURED = "reconfigured"  # a user kernel at a launch configuration never recorded, slower
+SHOWN = 3  # kernels named per side of a finding, heaviest first
+
+
+@dataclass(frozen=True)
+class ChangeKernel:
+    """One kernel gone from the capture or new to it, as the grouping sees it."""
+
+    id: str  # the baseline's id (missing) or the check's readable id (new)
+    name: str  # as ncu printed it
+    family: str | None
+    side: str  # MISSING, NEW, RECOUNTED or RECONFIGURED
+    time_ns: float  # GPU time a run: as recorded (missing), in the capture (new, reconfigured)
+    launches: float  # a run
+    recorded_ns: float = 0.0  # a reconfigured kernel's GPU time a run as recorded
+
+
+@dataclass(frozen=True)
+class ChangeFinding:
+    """One change at the caller's level and the kernels it explains."""
+
+    kind: str  # "precision", "dtype", "attention", "layout", "compile", "heuristic",
+    # "user-code", "configuration"
+    title: str
+    replaced: tuple[tuple[str, float], ...]  # (name, launches a run), heaviest first, capped
+    by: tuple[tuple[str, float], ...]
+    replaced_kernels: int  # all of them, beyond the names shown
+    by_kernels: int
+    before_ns: float  # GPU time a run of the kernels replaced, as recorded
+    after_ns: float  # of the kernels that replaced them
+    lever: str
+    members: tuple[str, ...]  # kernel ids: the missing, the new, then the recounted
+    # Kernels still there but launched more or less often along with the change (the eager
+    # attention path's mask arithmetic): its consequences, by name.
+    recounted: tuple[str, ...] = ()
+
+
+# -- what a kernel name says -------------------------------------------------------------------
+
+_MATH = re.compile(
+    r"gemm|conv|fprop|dgrad|wgrad|nvjet_|xmma|cutlass|triton_tem_|\bmm_|matmul", re.IGNORECASE
+)
+_CONV = re.compile(r"conv|fprop|dgrad|wgrad", re.IGNORECASE)
+_TENSOR = re.compile(
+    r"tensor\d+x\d+x\d+|tensorop|wgmma|hmma|imma|s1688|s16816|warpgroupsize|nvjet_|tf32"
+    r"|bf16|f16|triton_tem_",
+    re.IGNORECASE,
+)
+_SCALAR = re.compile(r"ffma|simt|sgemm|dgemm", re.IGNORECASE)
+_CONVERSION = re.compile(r"nchwToNhwc|nhwcToNchw|nhwcAddPadding|\bnchw2nhwc|\bnhwc2nchw")
+_NHWC = re.compile(r"nhwc|channels_last", re.IGNORECASE)
+_NCHW = re.compile(r"nchw", re.IGNORECASE)
+_ATTENTION = re.compile(r"flash|fmha|sdpa|efficient_attention|attention", re.IGNORECASE)
+_INDUCTOR = re.compile(r"^triton_(poi|red|per|tem|for|mm|bmm)_")
+_GRAPH_COPY = re.compile(r"multi_tensor_apply_kernel.*Copy<")
+
+
+def math_mode(name: str) -> str | None:
+    """The arithmetic of a GEMM or convolution kernel from its name: TF32, BF16, FP16 or FP32
+    (FFMA); None for a kernel that is no GEMM or convolution, or says nothing."""
+    if not _MATH.search(name):
+        return None
+    low = name.lower()
+    if "tf32" in low:
+        return "TF32"
+    if "bf16" in low or "bfloat16" in low or re.search(r"nvjet_sm\d+_tst_", low):
+        return "BF16"
+    if re.search(r"(?<!b)f16|half|nvjet_sm\d+_hsh_", low):
+        return "FP16"
+    if _SCALAR.search(name) or "f32f32_f32f32" in low or "<float" in low:
+        return "FP32"
+    return None
+
+
+def uses_tensor_cores(name: str) -> bool:
+    return bool(_TENSOR.search(name)) and not _SCALAR.search(name)
+
+
+def element_type(name: str) -> str | None:
+    """The data type of an operator kernel from its template arguments."""
+    if re.search(r"BFloat16|bfloat16|bf16", name):
+        return "BF16"
+    if re.search(r"c10::Half|__half\b|half_t|\bHalf\b", name):
+        return "FP16"
+    if re.search(r"<float\b|\bfloat>|\(float\)|<float,", name):
+        return "FP32"
+    return None
+
+
+_XMMA = re.compile(
+    r"^(sm\d+)_xmma_(fprop|dgrad|wgrad|gemm)_(?:implicit_gemm_)?(?:indexed_wo_smem_)?"
+    r"([a-z0-9]+_[a-z0-9]+_[a-z0-9]+)_.*?tilesize(\d+x\d+x\d+)"
+)
+
+
+def label(name: str) -> str:
+    """A short name for a kernel in a finding: cuDNN's and cuBLAS's xmma engines by their
+    architecture, operation, types and tile ('sm80_xmma_fprop tf32f32_tf32f32_f32 128x64x32')."""
+    short = short_name(name)
+    cutlass = re.search(r"\bKernel2?<(cutlass_\w+)>", name)
+    if cutlass:  # CUTLASS's kernels say what they are in their one template argument
+        short = re.sub(r"_optimized|_align\d+$", "", cutlass.group(1))
+    xmma = _XMMA.match(short)
+    if xmma:
+        sm, op, types, tile = xmma.groups()
+        short = f"{sm}_xmma_{op} {types} {tile}"
+    return short if len(short) <= 56 else short[:55] + "…"
+
+
+# -- the rules -----------------------------------------------------------------------------------
+
+Kernels = Sequence[ChangeKernel]
+Claim = tuple[str, str, str, Sequence[ChangeKernel]]  # kind, title, lever, the kernels claimed
+Rule = Callable[[Kernels, Kernels], Claim | None]
+
+
+def _time(kernels: Kernels) -> float:
+    return sum(k.time_ns for k in kernels)
+
+
+def _dominant(kernels: Kernels, of: Callable[[str], str | None]) -> str | None:
+    weight: dict[str, float] = {}
+    for k in kernels:
+        got = of(k.name)
+        if got is not None:
+            weight[got] = weight.get(got, 0.0) + k.time_ns + 1e-9
+    return max(weight, key=lambda m: weight[m]) if weight else None
+
+
+def _math_words(mode: str, kernels: Kernels) -> str:
+    what = "convolutions" if any(_CONV.search(k.name) for k in kernels) else "GEMMs"
+    tensor = any(uses_tensor_cores(k.name) for k in kernels)
+    kind = {"FP32": "FP32 FFMA" if not tensor else "FP32"}.get(mode, mode)
+    return f"{kind} tensor-core {what}" if tensor and mode != "FP32" else f"{kind} {what}"
+
+
+_TF32_LEVER = {
+    "cuDNN": "torch.backends.cudnn.allow_tf32 = True keeps cuDNN's convolutions on TF32 tensor "
+    "cores (False: exact FP32 on FFMA)",
+    "cuBLAS": "torch.backends.cuda.matmul.allow_tf32 / torch.set_float32_matmul_precision"
+    "('high') keeps cuBLAS's FP32 GEMMs on TF32 tensor cores ('highest': FP32 FFMA)",
+}
+
+
+def precision_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """The same layers at another math mode: TF32 <-> FP32 FFMA, FP16/BF16 <-> FP32. A whole
+    model at another data type (its operator kernels moved too) is the dtype rule's."""
+    gone = [k for k in missing if math_mode(k.name)]
+    came = [k for k in new if math_mode(k.name)]
+    before, after = _dominant(gone, math_mode), _dominant(came, math_mode)
+    if not gone or not came or before is None or after is None or before == after:
+        return None
+    if {before, after} <= {"BF16", "FP16", "FP32"} and _operator_dtype(missing, new):
+        return None  # the whole model changed type: dtype_rule
+    libraries = [lib for lib in _TF32_LEVER if any(k.family == lib for k in gone + came)]
+    title = f"precision/math mode: {_math_words(before, gone)} -> {_math_words(after, came)}"
+    lost = any(uses_tensor_cores(k.name) for k in gone) and not any(
+        uses_tensor_cores(k.name) for k in came
+    )
+    gained = not any(uses_tensor_cores(k.name) for k in gone) and any(
+        uses_tensor_cores(k.name) for k in came
+    )
+    title += " (tensor cores lost)" if lost else " (tensor cores gained)" if gained else ""
+    if "TF32" in (before, after):
+        lever = "; ".join(_TF32_LEVER[lib] for lib in libraries) or _TF32_LEVER["cuBLAS"]
+    else:
+        lever = "the dtype of these layers' inputs and weights (autocast, model.to(dtype))"
+    # cuDNN's layout conversions serve its engines: they come and go with them.
+    helpers = [
+        k
+        for k in list(missing) + list(new)
+        if k.family == "cuDNN" and _CONVERSION.search(k.name) and k not in gone + came
+    ]
+    return "precision", title, lever, gone + came + helpers
+
+
+def _operator_dtype(missing: Kernels, new: Kernels) -> tuple[str, str] | None:
+    """The data type of the operator (non-GEMM) kernels gone and new, when it changed."""
+    before = _dominant([k for k in missing if not math_mode(k.name)], element_type)
+    after = _dominant([k for k in new if not math_mode(k.name)], element_type)
+    if before is None or after is None or before == after:
+        return None
+    return before, after
+
+
+def dtype_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """The whole model at another data type: its GEMMs or convolutions and its operator
+    kernels (elementwise, norms, pooling) all moved from one type to another."""
+    moved = _operator_dtype(missing, new)
+    gone_math = [k for k in missing if math_mode(k.name)]
+    came_math = [k for k in new if math_mode(k.name)]
+    if moved is None or not gone_math or not came_math:
+        return None
+    before, after = moved
+    claimed = [
+        k
+        for k in list(missing) + list(new)
+        if math_mode(k.name)
+        or element_type(k.name) in (before, after)
+        or (k.family in ("ATen", "cuDNN") and k.side == NEW and "copy" in k.name.lower())
+        or (k.family == "cuDNN")
+    ]
+    tensor_before = any(uses_tensor_cores(k.name) for k in gone_math)
+    tensor_after = any(uses_tensor_cores(k.name) for k in came_math)
+    cores = (
+        " (tensor cores gained)"
+        if tensor_after and not tensor_before
+        else " (tensor cores lost)"
+        if tensor_before and not tensor_after
+        else ""
+    )
+    title = f"dtype of the whole model: {before} -> {after}{cores}"
+    lever = (
+        f"the model's dtype: model.to(torch.{_TORCH_DTYPE[after]}) or autocast; "
+        f"{_TORCH_DTYPE[before]} was the recorded one"
+    )
+    return "dtype", title, lever, claimed
+
+
+_TORCH_DTYPE = {"FP32": "float32", "BF16": "bfloat16", "FP16": "float16", "TF32": "float32"}
+
+
+def layout_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """The memory format changed: the operator kernels (pooling, norms) run in another layout
+    (NCHW <-> NHWC), or only the layout conversions around the library came or went."""
+
+    def operator(k: ChangeKernel) -> bool:
+        return not math_mode(k.name) and not _CONVERSION.search(k.name)
+
+    nhwc_new = [k for k in new if operator(k) and _NHWC.search(k.name)]
+    nchw_gone = [k for k in missing if operator(k) and _NCHW.search(k.name)]
+    nhwc_gone = [k for k in missing if operator(k) and _NHWC.search(k.name)]
+    nchw_new = [k for k in new if operator(k) and _NCHW.search(k.name)]
+    conversions = [k for k in list(missing) + list(new) if _CONVERSION.search(k.name)]
+    if nhwc_new and nchw_gone:
+        title, operators = "memory format: NCHW -> NHWC (channels_last)", nchw_gone + nhwc_new
+    elif nhwc_gone and nchw_new:
+        title, operators = "memory format: NHWC (channels_last) -> NCHW", nhwc_gone + nchw_new
+    elif conversions:
+        came = sum(1 for k in conversions if k.side == NEW)
+        title = f"memory format: layout conversion kernels {'appeared' if came else 'vanished'}"
+        operators = []
+    else:
+        return None
+    lever = (
+        "the memory format: model.to(memory_format=torch.channels_last) and the same for its "
+        "inputs (a layer or input left in NCHW adds conversions around each convolution)"
+    )
+    return "layout", title, lever, operators + conversions
+
+
+def attention_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """Another attention implementation: an SDPA backend (flash, memory-efficient, cuDNN, math)
+    or the model's eager attention (softmax and batched GEMMs with mask-building launches)."""
+    gone = [k for k in missing if _ATTENTION.search(k.name)]
+    came = [k for k in new if _ATTENTION.search(k.name)]
+    if not gone and not came:
+        return None
+    claimed: list[ChangeKernel] = gone + came
+    eager_new = [k for k in new if k.family in ("ATen", "cuBLAS")]
+    eager_gone = [k for k in missing if k.family in ("ATen", "cuBLAS")]
+    if (gone and not came and not eager_new) or (came and not gone and not eager_gone):
+        return None  # nothing in its place: a kernel gone, no backend switch to name
+    if gone and not came:
+        # The eager path: its softmax, batched GEMMs and mask arithmetic are what replaced it.
+        claimed += eager_new
+        after = "the eager/math path (softmax and GEMMs)"
+    else:
+        after = _backend(came)
+    if came and not gone:
+        claimed += eager_gone
+        before = "the eager/math path (softmax and GEMMs)"
+    else:
+        before = _backend(gone)
+    title = f"attention backend: {before} -> {after}"
+    lever = (
+        "the attention implementation: torch.nn.attention.sdpa_kernel(SDPBackend...) around the "
+        'call, or the model\'s attn_implementation ("sdpa", "flash_attention_2", "eager")'
+    )
+    return "attention", title, lever, claimed
+
+
+def _backend(kernels: Kernels) -> str:
+    names = " ".join(k.name.lower() for k in kernels)
+    if "cudnn" in names:
+        return "cuDNN attention"
+    if "efficient" in names or "fmha" in names:
+        return "memory-efficient attention"
+    if "flash" in names:
+        return "FlashAttention"
+    return "another attention kernel"
+
+
+def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """Another torch.compile mode or graph: Inductor's kernels came or went, its GEMM
+    templates (max-autotune) took the place of cuBLAS, CUDA graphs added their input copies."""
+    inductor = [k for k in list(missing) + list(new) if _INDUCTOR.match(k.name)]
+    if not inductor:
+        return None
+    templates_new = [k for k in new if k.name.startswith("triton_tem_")]
+    templates_gone = [k for k in missing if k.name.startswith("triton_tem_")]
+    blas = [k for k in list(missing) + list(new) if k.family == "cuBLAS"]
+    copies = [k for k in new if _GRAPH_COPY.search(k.name)]
+    if templates_new and not templates_gone:
+        what = (
+            f"{len([k for k in blas if k.side == MISSING])} cuBLAS GEMMs -> "
+            f"{len(templates_new)} Inductor GEMM templates (max-autotune)"
+        )
+    elif templates_gone and not templates_new:
+        what = (
+            f"{len(templates_gone)} Inductor GEMM templates -> "
+            f"{len([k for k in blas if k.side == NEW])} cuBLAS GEMMs (max-autotune off)"
+        )
+    else:
+        gone = sum(1 for k in inductor if k.side == MISSING)
+        title = (
+            f"torch.compile graph: Inductor generated other kernels ({gone} gone, "
+            f"{len(inductor) - gone} new): its graph, fusion or autotuned choice changed"
+        )
+        lever = (
+            "the compiled function's code (fusion follows the graph), or the torch.compile "
+            "options; max-autotune's choices can differ between machines with their own "
+            "Inductor cache: accept the new kernels if the change is intended"
+        )
+        return "compile", title, lever, inductor + blas + copies
+    if copies:
+        what = what.replace(" (max-autotune)", " + CUDA graphs (max-autotune)")
+    title = f"torch.compile mode: {what}"
+    lever = (
+        'the torch.compile mode: mode="max-autotune" benchmarks Triton GEMM templates against '
+        'cuBLAS and replays CUDA graphs; mode="default" keeps cuBLAS and launches eagerly'
+    )
+    return "compile", title, lever, inductor + blas + copies
+
+
+def heuristic_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """A library picked another kernel for the same work (another tile, another engine) at the
+    same math mode: its heuristic, fed by shapes, alignment and workspace."""
+    families = [
+        f
+        for f in ("cuBLAS", "cuDNN", "CUTLASS", "FlashAttention", "NCCL")
+        if any(k.family == f for k in missing) and any(k.family == f for k in new)
+    ]
+    if not families:
+        return None
+    family = families[0]
+    claimed = [k for k in list(missing) + list(new) if k.family == family]
+    title = f"library heuristic: {family} picked other kernels for the same work"
+    lever = {
+        "cuDNN": "the convolution's shapes and layout, torch.backends.cudnn.benchmark (picks by "
+        "timing); or accept the new engines",
+        "cuBLAS": "the GEMM's shapes and alignment (multiples of 8/16), the cuBLAS workspace; "
+        "or accept the new kernels",
+    }.get(family, f"the shapes and options of the {family} call; or accept the new kernels")
+    return "heuristic", title, lever, claimed
+
+
+def user_code_rule(missing: Kernels, new: Kernels) -> Claim | None:
+    """A kernel of the program's own code gone and another of its own in its place."""
+    gone = [k for k in missing if k.family is None]
+    came = [k for k in new if k.family is None]
+    if not gone or not came:
+        return None
+    title = "a user kernel's code changed: its kernels were replaced by others of the program"
+    lever = "the kernels' source: the diff of the code that launches them"
+    return "user-code", title, lever, gone + came
+
+
+# Earlier rules claim first: the attention backend before the math mode (its kernels say
+# bf16 too), the memory format before the dtype (channels_last kernels carry a dtype), the
+# library's own heuristic and user code last. The flag: the rule needs some kernel of the
+# program unchanged (a library's other pick, a user kernel's new code are changes of one
+# program; with nothing left in common the capture may be another program's).
+RULES: tuple[tuple[Rule, bool], ...] = (
+    (attention_rule, False),
+    (compile_rule, False),
+    (precision_rule, False),
+    (layout_rule, False),
+    (dtype_rule, False),
+    (heuristic_rule, True),
+    (user_code_rule, True),
+)
+
+
+def _named(kernels: Kernels) -> tuple[tuple[str, float], ...]:
+    """Each label once, with its launches a run, heaviest first."""
+    time: dict[str, float] = {}
+    launches: dict[str, float] = {}
+    for k in kernels:
+        name = label(k.name)
+        time[name] = time.get(name, 0.0) + k.time_ns
+        launches[name] = launches.get(name, 0.0) + k.launches
+    order = sorted(time, key=lambda n: (-time[n], n))
+    return tuple((n, launches[n]) for n in order[:SHOWN])
+
+
+def _claim(
+    rule: Rule, left: list[ChangeKernel]
+) -> tuple[ChangeFinding, set[tuple[str, str]]] | None:
+    """One finding of a rule on the kernels no rule has claimed yet, with the (id, side) of
+    the kernels it took; None when the rule finds nothing."""
+    missing = [k for k in left if k.side == MISSING]
+    new = [k for k in left if k.side == NEW]
+    claim = rule(missing, new) if missing or new else None
+    if claim is None:
+        return None
+    kind, title, lever, claimed = claim
+    ids = {(k.id, k.side) for k in claimed}
+    gone = [k for k in missing if (k.id, k.side) in ids]
+    came = [k for k in new if (k.id, k.side) in ids]
+    if not gone and not came:
+        return None
+    finding = ChangeFinding(
+        kind=kind,
+        title=title,
+        replaced=_named(gone),
+        by=_named(came),
+        replaced_kernels=len(gone),
+        by_kernels=len(came),
+        before_ns=_time(gone),
+        after_ns=_time(came),
+        lever=lever,
+        members=tuple(k.id for k in gone) + tuple(k.id for k in came),
+    )
+    return finding, {(k.id, k.side) for k in gone + came}
+
+
+def find_changes(
+    kernels: Sequence[ChangeKernel], unchanged: bool = True
+) -> tuple[ChangeFinding, ...]:
+    """The change findings of one check, the largest (GPU time before and after) first.
+    `unchanged`: some baselined kernel is still in the capture."""
+    left = [k for k in kernels if k.side in (MISSING, NEW)]
+    found: list[ChangeFinding] = []
+    for rule, needs_unchanged in RULES:
+        if needs_unchanged and not unchanged:
+            continue
+        # A rule may find several changes of its kind (two libraries' other picks): each
+        # claim takes kernels, so this ends.
+        while (claimed := _claim(rule, left)) is not None:
+            finding, taken = claimed
+            found.append(finding)
+            left = [k for k in left if (k.id, k.side) not in taken]
+    reconfigured = [k for k in kernels if k.side == RECONFIGURED]
+    if reconfigured:
+        found.append(_configuration(reconfigured))
+    found.sort(key=lambda f: -(f.before_ns + f.after_ns))
+    return _with_recounted(found, [k for k in kernels if k.side == RECOUNTED])
+
+
+def _configuration(kernels: Sequence[ChangeKernel]) -> ChangeFinding:
+    """The program's own kernels (Triton's or CUDA's) slower at a launch configuration the
+    baseline never recorded: an autotune config list or launch parameters changed."""
+    named = _named(kernels)
+    return ChangeFinding(
+        kind="configuration",
+        title=(
+            f"kernel configuration: {', '.join(n for n, _ in named)} "
+            "slower at a launch configuration the baseline never recorded"
+        ),
+        replaced=named,
+        by=named,
+        replaced_kernels=len(kernels),
+        by_kernels=len(kernels),
+        before_ns=sum(k.recorded_ns for k in kernels),
+        after_ns=_time(kernels),
+        lever=(
+            "the kernel's configurations: a Triton @triton.autotune config list (BLOCK sizes, "
+            "num_warps, num_stages) or the launch parameters; `perfgate baseline accept` if "
+            "intended"
+        ),
+        members=tuple(k.id for k in kernels),
+    )
+
+
+# A change of the whole path (another attention implementation, compile mode, dtype, layout)
+# changes how often the kernels around it run; a library's other tile or a user kernel's new
+# code does not explain another kernel's launch count.
+_PATH_KINDS = ("attention", "compile", "dtype", "layout", "precision")
+
+
+def _with_recounted(
+    found: list[ChangeFinding], recounted: Sequence[ChangeKernel]
+) -> tuple[ChangeFinding, ...]:
+    """The kernels launched more or less often, under the largest change of the path."""
+    target = next((i for i, f in enumerate(found) if f.kind in _PATH_KINDS), None)
+    if target is None or not recounted:
+        return tuple(found)
+    f = found[target]
+    names = tuple(dict.fromkeys(label(k.name) for k in recounted))
+    found[target] = replace(
+        f, members=f.members + tuple(k.id for k in recounted), recounted=names[:SHOWN]
+    )
+    return tuple(found)
