@@ -68,11 +68,11 @@ def _per_run(paths: list[str], metric: str) -> dict[str, list[float]]:
     return out
 
 
-# Duration: +6% since the time floor from 20 us became 3.5% (a third machine start moved a
-# 44.5 us H200 kernel by 2.8%, docs/noise.md); +5% on a run that came in 1.5% under the
-# baseline's median is within it. benchmarks/detection.py still catches +5% on every run.
+# Duration: +7% since the H100 time floor from 20 us became 4% (a 52.5 us cuDNN convolution
+# moved 3.53% across H100 starts, docs/noise.md): +6% on a run that came in 2.1% under the
+# baseline's median is within it. benchmarks/detection.py measures +5% on real re-captures.
 @pytest.mark.parametrize("metric,regression", [
-    ("duration", 0.06), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
+    ("duration", 0.07), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
 def test_a_three_run_baseline_passes_other_starts_and_catches_the_goal(
     metric: str, regression: float
 ) -> None:
