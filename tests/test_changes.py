@@ -92,6 +92,51 @@ CHANGES: tuple[tuple[str, str, str, str, str], ...] = (
         "torch.compile mode: 2 cuBLAS GEMMs -> 2 Inductor GEMM templates",
         "mode=",
     ),
+    # Real changes captured on machine start h100-e (tests/data/field/changes/h100-e, made by
+    # tests/workloads/field.py's change workloads), each against a baseline of another start
+    # (h100-a), as a pull request's capture meets main's baseline.
+    (
+        "field/h100/h100-a/gemms",
+        "field/changes/h100-e/gemms-tf32-off-run1.csv.gz",
+        "precision",
+        "TF32 tensor-core GEMMs -> FP32 FFMA GEMMs (tensor cores lost)",
+        "torch.backends.cuda.matmul.allow_tf32",
+    ),
+    (
+        "field/h100/h100-a/cnn-bf16-cl",
+        "field/changes/h100-e/cnn-bf16-run1.csv.gz",
+        "layout",
+        "memory format: NHWC (channels_last) -> NCHW",
+        "channels_last",
+    ),
+    (
+        "field/h100/h100-a/hf-decoder",
+        "field/changes/h100-e/hf-decoder-eager-run1.csv.gz",
+        "attention",
+        "attention backend: cuDNN attention -> the eager/math path",
+        "attn_implementation",
+    ),
+    (
+        "field/h100/h100-a/hf-decoder",
+        "field/changes/h100-e/hf-decoder-sdpa-flash-run1.csv.gz",
+        "attention",
+        "attention backend: cuDNN attention -> FlashAttention",
+        "sdpa_kernel",
+    ),
+    (
+        "field/h100/h100-a/hf-decoder",
+        "field/changes/h100-e/hf-decoder-sdpa-math-run1.csv.gz",
+        "attention",
+        "attention backend: cuDNN attention -> the eager/math path",
+        "sdpa_kernel",
+    ),
+    (
+        "field/h100/h100-a/hf-decoder",
+        "field/changes/h100-e/hf-decoder-fp32-run1.csv.gz",
+        "dtype",
+        "dtype of the whole model: BF16 -> FP32 (tensor cores lost)",
+        "model.to(torch.float32)",
+    ),
     # The older real changes of tests/test_real_changes.py (H200).
     (
         "h200/real/torch-flash",
@@ -442,3 +487,15 @@ def test_github_annotates_a_change_once_not_each_kernel_it_took_away() -> None:
     changes = [line for line in lines if "perfgate%3A change%3A precision" in line]
     assert len(changes) == 1 and "torch.backends.cudnn.allow_tf32" in changes[0]
     assert not [line for line in lines if " missing::" in line or "missing," in line], out
+
+
+def test_a_narrowed_autotune_list_that_kept_a_seen_configuration_is_no_change() -> None:
+    """Triton's config list narrowed to its first config (PERFGATE_TRITON_PIN=1, start h100-e)
+    against a baseline that recorded the autotuned kernels (h100-a): the pinned config is one
+    the baseline saw, so nothing changed that the gate can see: no change finding, no failure."""
+    result = check(
+        baseline("field/h100/h100-a/triton-autotune"),
+        cap("field/changes/h100-e/triton-autotune-pinned-run1.csv.gz"),
+    )
+    assert result.changes == ()
+    assert {v.state for v in result.verdicts} == {KernelState.PASS}

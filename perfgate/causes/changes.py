@@ -395,11 +395,13 @@ def user_code_rule(missing: Kernels, new: Kernels) -> Claim | None:
 # program unchanged (a library's other pick, a user kernel's new code are changes of one
 # program; with nothing left in common the capture may be another program's).
 RULES: tuple[tuple[Rule, bool], ...] = (
+    # The whole model's dtype first: everything else that moved with it (its SDPA call falling
+    # to the math path in fp32, its GEMMs) is a consequence (hf-decoder bf16 -> fp32).
+    (dtype_rule, False),
     (attention_rule, False),
     (compile_rule, False),
     (precision_rule, False),
     (layout_rule, False),
-    (dtype_rule, False),
     (heuristic_rule, True),
     (user_code_rule, True),
 )

@@ -63,6 +63,7 @@ PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
 HEADER = "| Kernel | Verdict | What changed, and what to try |\n|---|---|---|\n"
 CHANGE_HEADER = "| Change | Replaced → by | What to try |\n|---|---|---|\n"
 CHANGE_ROWS = 10  # a summary table a reviewer reads at a glance
+SUMMARY_ROWS = 10  # rows unfolded in all: change rows, then kernels that need attention
 METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | |\n|---|---|---|---|---|\n"
 
 
@@ -291,14 +292,25 @@ def render(
             lambda n: f"| … | {counted(n, 'more change')} not shown | |\n",
         ))  # fmt: skip
         sections.append(("", [details for _, details in changes], lambda n: ""))
-    if attention:
+    # The tables a reader sees unfolded hold SUMMARY_ROWS rows in all (issue 22): changes
+    # first, then the kernels that need attention; the rest of those fold under a summary.
+    room = max(SUMMARY_ROWS - min(len(changes), CHANGE_ROWS), 0)
+    shown, folded = attention[:room], attention[room:]
+    if shown:
         sections.append(
             (
                 HEADER,
-                [row(v) for v in attention],
+                [row(v) for v in shown],
                 lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
             )
         )
+    if folded:
+        sections.append((
+            f"<details><summary>{counted(len(folded), 'more kernel')} that changed"
+            "</summary>\n\n" + HEADER,
+            [row(v) for v in folded],
+            lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
+        ))  # fmt: skip
     if details:
         sections.append(("", details, lambda n: f"*{counted(n, 'more kernel')} not shown.*\n\n"))
     if quiet:
@@ -308,9 +320,8 @@ def render(
             [row(v) for v in quiet],
             lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
         ))  # fmt: skip
-    return _fit(
-        head, sections, budget, full_report, closing={len(sections) - 1} if quiet else set()
-    )
+    closing = {i for i, (opening, _, _) in enumerate(sections) if opening.startswith("<details>")}
+    return _fit(head, sections, budget, full_report, closing=closing)
 
 
 def _fit(
