@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(Path(os.environ["FAKE_NCU_STDOUT"]).read_text())
         return int(os.environ.get("FAKE_NCU_RC", "1"))
     options_with_value = {
-        "--clock-control", "--target-processes", "--replay-mode", "--metrics",
+        "--cache-control", "--clock-control", "--target-processes", "--replay-mode", "--metrics",
         "--kernel-name-base", "--kernel-name", "--launch-skip", "--launch-count",
         "--nvtx-include", "--export", "--log-file",
     }  # fmt: skip

@@ -214,7 +214,7 @@ def test_dry_run_prints_and_runs_nothing(tmp_path: Path, zoo_baseline: Path) -> 
                     "--ncu", "/nonexistent/ncu", "--", "python3", "-c", "print('a b')")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert first.startswith("/nonexistent/ncu --clock-control none")
+    assert first.startswith("/nonexistent/ncu --cache-control all --clock-control none")
     assert first.endswith("python3 -c 'print('\"'\"'a b'\"'\"')'")  # shell-quoted for reading
     assert "--import" in proc.stdout and "--print-units base" in proc.stdout
     assert not out.exists() and not list(tmp_path.iterdir())
