@@ -230,11 +230,12 @@ def _fake(log: str, csv: str = "ok.import.csv", **more: str) -> dict[str, str]:
 
 
 def _capture(
-    baseline: Path, out: Path, env: dict[str, str], *program: str
+    baseline: Path, out: Path, env: dict[str, str], *program: str, phases: str = "full"
 ) -> subprocess.CompletedProcess[str]:
+    """The single-phase capture unless `phases` says otherwise (tests/test_two_phase.py)."""
     prog = program or (sys.executable, "-c", "print('program output')")
-    return perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU, "--",
-                    *prog, env=env)  # fmt: skip
+    return perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU,
+                    "--phases", phases, "--", *prog, env=env)  # fmt: skip
 
 
 def test_capture_writes_ncu_output_log_and_metadata(tmp_path: Path, zoo_baseline: Path) -> None:

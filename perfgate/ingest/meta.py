@@ -49,6 +49,8 @@ class CaptureMeta:
     # from its recorded ncu `command`; None: unknown.
     scope: str | None = None
     phase: str | None = None  # GATE, DIAGNOSIS or FULL; None: unknown (a capture by hand)
+    # A gate capture's diagnosis capture, a file beside it (perfgate capture --phases auto).
+    diagnosis: str | None = None
 
 
 def sidecar_path(capture_path: str) -> Path:
@@ -85,10 +87,23 @@ def read_meta(capture_path: str) -> CaptureMeta:
         raise CaptureError(
             f"phase must be one of {', '.join(PHASES)} or null, not {values['phase']!r}", path
         )
+    diagnosis = doc.get("diagnosis")
+    if diagnosis is not None and (
+        not isinstance(diagnosis, str)
+        or not diagnosis
+        or "/" in diagnosis
+        or "\\" in diagnosis
+        or diagnosis in (".", "..")
+    ):
+        raise CaptureError(
+            f"diagnosis must be the name of a file beside the capture, not {diagnosis!r}", path
+        )
     code = doc.get("program_exit_code")
     if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
         raise CaptureError(f"program_exit_code must be an integer or null, not {code!r}", path)
-    return CaptureMeta(str(path), **values, program_exit_code=code, scope=_scope(doc, path))
+    return CaptureMeta(
+        str(path), **values, program_exit_code=code, scope=_scope(doc, path), diagnosis=diagnosis
+    )
 
 
 def _scope(doc: dict[str, object], path: Path) -> str | None:

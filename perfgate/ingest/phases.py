@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from perfgate.common.errors import CaptureError
 from perfgate.ingest.launches import Capture, Launch, Value, merge
@@ -21,7 +22,23 @@ from perfgate.ingest.meta import DIAGNOSIS, GATE, read_meta
 _Key = tuple[str, object, object]
 
 
+def linked(paths: Sequence[str]) -> list[str]:
+    """`paths` and the diagnosis captures their gate sidecars name (perfgate capture
+    --phases auto writes the link), each once."""
+    out = list(paths)
+    for p in paths:
+        meta = read_meta(p)
+        if meta.phase == GATE and meta.diagnosis:
+            beside = str(Path(p).with_name(meta.diagnosis))
+            if Path(beside).exists() and Path(beside).resolve() not in {
+                Path(o).resolve() for o in out
+            }:
+                out.append(beside)
+    return out
+
+
 def read_phased(paths: Sequence[str], read: Callable[[str], Capture]) -> Capture:
+    paths = linked(paths)
     phases = {p: read_meta(p).phase for p in paths}
     diagnosis = [p for p in paths if phases[p] == DIAGNOSIS]
     main = [p for p in paths if phases[p] != DIAGNOSIS]

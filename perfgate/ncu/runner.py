@@ -373,3 +373,18 @@ def dry_run(options: CaptureOptions) -> CapturePlan:
     """The plan with placeholders for the files a run would make."""
     out = options.output
     return build_plan(options, f"{out}.tmp", f"{out}.log")
+
+
+def remove_capture(output: str) -> None:
+    """An earlier run's capture at `output` with its log, metadata and report."""
+    for old in _outputs(Path(output)):
+        remove_stale(old)
+
+
+def link_diagnosis(gate_output: str, diagnosis_output: str) -> None:
+    """The gate capture's sidecar names its diagnosis capture (`diagnosis`, a file name beside
+    it), so that `check -c GATE.csv` merges it as `-c GATE.diagnosis.csv` would."""
+    meta = Path(f"{gate_output}.meta.json")
+    data = json.loads(meta.read_text("utf-8"))
+    data["diagnosis"] = Path(diagnosis_output).name
+    write_text_atomic(meta, json.dumps(data, indent=1) + "\n")
