@@ -737,8 +737,8 @@ class PhasedCapture:
 def diagnosis_output(output: str) -> str:
     """OUTPUT.csv -> OUTPUT.diagnosis.csv (beside the gate capture)."""
     path = Path(output)
-    suffix = "".join(path.suffixes[-1:]) or ".csv"
-    return str(path.with_name(path.name[: len(path.name) - len(suffix)] + ".diagnosis" + suffix))
+    stem, suffix = (path.stem, path.suffix) if path.suffix else (path.name, ".csv")
+    return str(path.with_name(f"{stem}.diagnosis{suffix}"))
 
 
 def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
