@@ -27,7 +27,10 @@ def linked(paths: Sequence[str]) -> list[str]:
     --phases auto writes the link), each once."""
     out = list(paths)
     for p in paths:
-        meta = read_meta(p)
+        try:
+            meta = read_meta(p)
+        except CaptureError:
+            continue  # said when the capture is read; the outputs' check comes first
         if meta.phase == GATE and meta.diagnosis:
             beside = str(Path(p).with_name(meta.diagnosis))
             if Path(beside).exists() and Path(beside).resolve() not in {
