@@ -785,11 +785,18 @@ def capture_command(
         keep_report=keep_report, phase="full" if phases == "full" else "gate",
     )  # fmt: skip
     if dry_run:
+        from perfgate.gate import diagnosis_output
         from perfgate.ncu.runner import dry_run as plan_only
 
         plan = plan_only(options)
         for note in plan.notes:
             _say(f"note: {note}", err=True)
+        if phases == "auto":
+            _say(
+                "note: the gate capture below; when it fails the baselines, a diagnosis capture "
+                f"of the failing kernels follows ({diagnosis_output(output)})",
+                err=True,
+            )
         _say(plan.shell_text())
         _say(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
         return

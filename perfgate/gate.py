@@ -148,6 +148,16 @@ def run_record(request: RecordRequest) -> RecordResult:
             request.output,
         )
     capture = read_captures(request.capture_files)
+    if capture.gate:
+        from perfgate.ingest.meta import GATE, read_meta
+
+        gate_file = next((p for p in capture.paths if read_meta(p).phase == GATE), None)
+        raise UsageError(
+            "a gate capture holds only the one-pass gate set (its sidecar says so): a baseline "
+            "recorded from it would gate nothing else; record from a full capture (perfgate "
+            "capture --phases full)",
+            gate_file,
+        )
     check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
@@ -719,6 +729,7 @@ class PhasedCapture:
     diagnosis: CaptureResult | None = None  # of the diagnosis phase; None: none was run
     failing: tuple[str, ...] = ()  # the kernels the gate check failed (auto), by name
     checked: bool = False  # the gate capture was checked (auto)
+    unchecked: str = ""  # why the gate capture could not be checked (auto), "" when it was
 
     def summary(self) -> str:
         """ "gate capture: N kernels, M launches, 1 pass per kernel, 23.0 s; diagnosis: ..." """
@@ -731,6 +742,8 @@ class PhasedCapture:
             )
         elif self.checked:
             text += "; diagnosis: none needed (the gate check passed)"
+        elif self.unchecked:
+            text += f"; diagnosis: none ({self.unchecked})"
         return text
 
 
@@ -756,7 +769,12 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
     remove_capture(second)  # an earlier run's diagnosis never sits beside this gate capture
     if phases != "auto" or first.absent:
         return PhasedCapture(first)
-    report = run_check(CheckRequest(options.baselines, (first.output,)))
+    try:
+        report = run_check(CheckRequest(options.baselines, (first.output,)))
+    except PerfgateError as exc:  # the capture stands; `check` will say this again
+        return PhasedCapture(
+            first, unchecked=f"the gate check could not run ({exc.message}): no diagnosis capture"
+        )
     failing = tuple(
         dict.fromkeys(
             v.name for r in report.results for v in r.verdicts if v.state in _DIAGNOSE and v.name

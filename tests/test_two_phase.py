@@ -328,3 +328,27 @@ def test_full_phase_is_todays_single_capture(tmp_path: Path, decoder: Path) -> N
     assert len(runs) == 1
     metrics = set(_option(tuple(runs[0]), "--metrics").split(","))
     assert any(not in_gate_set(m) for m in metrics)
+
+
+def test_a_baseline_is_not_recorded_from_a_gate_capture(tmp_path: Path) -> None:
+    gate = gate_capture(GOOD, tmp_path / "good.csv")
+    out = tmp_path / "b.yaml"
+    proc = perfgate("baseline", "record", "-c", str(gate), "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.startswith(f"perfgate: error: {gate}: a gate capture holds only")
+    assert "--phases full" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_auto_capture_whose_gate_check_cannot_run_keeps_the_capture(
+    tmp_path: Path, decoder: Path
+) -> None:
+    """A capture from another GPU than the baseline's: the check refuses it; the capture
+    stands, the summary says why there is no diagnosis, and check says the rest."""
+    text = gzip.decompress(GOOD.read_bytes()).decode().replace("NVIDIA H100 80GB HBM3", "GPU X")
+    source = tmp_path / "other.csv"
+    source.write_text(text)
+    out = tmp_path / "cap.csv"
+    code, stdout, err = _run(decoder, out, _env(tmp_path, source))
+    assert code == 0, err
+    assert "diagnosis: none (the gate check could not run (" in stdout
+    assert out.exists() and not (tmp_path / "cap.diagnosis.csv").exists()
