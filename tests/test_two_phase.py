@@ -352,3 +352,42 @@ def test_auto_capture_whose_gate_check_cannot_run_keeps_the_capture(
     assert code == 0, err
     assert "diagnosis: none (the gate check could not run (" in stdout
     assert out.exists() and not (tmp_path / "cap.diagnosis.csv").exists()
+
+
+def test_zoo_gate_finds_every_failing_kernel_and_the_pair_every_expected_metric(
+    tmp_path: Path,
+) -> None:
+    """The zoo's regressed build on an H100 (tests/data/h100, real captures): its gate capture
+    (SYNTHETIC, derived) fails the same kernels a full capture fails, and the gate capture with
+    the diagnosis capture of those kernels regresses every metric tests/zoo/expectations.py
+    expects, as the full capture does."""
+    from tests.zoo.expectations import unmet
+
+    h100 = ROOT / "tests" / "data" / "h100"
+    base = tmp_path / "zoo.yaml"
+    runs = [a for i in (1, 2, 3) for a in ("-c", str(h100 / f"zoo-good-short-run{i}.csv"))]
+    assert perfgate("baseline", "record", *runs, "-o", str(base)).returncode == 0
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(gzip.compress((h100 / "zoo-bad-short-run1.csv").read_bytes()))
+
+    def judged(*captures: Path) -> tuple[dict[str, set[str]], set[str]]:
+        report = tmp_path / "r.json"
+        args = [a for c in captures for a in ("-c", str(c))]
+        proc = perfgate("check", "-b", str(base), *args, "--json", str(report))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        failed: dict[str, set[str]] = {}
+        kernels = json.loads(report.read_text())["results"][0]["kernels"]
+        for kernel in kernels:
+            for c in kernel["comparisons"]:
+                if c["state"] == "regressed":
+                    failed.setdefault(kernel["kernel"], set()).add(c["metric"])
+        return failed, {k["kernel"] for k in kernels if k["state"] == "regressed"}
+
+    full, full_kernels = judged(h100 / "zoo-bad-short-run1.csv")
+    assert unmet(full) == []
+    gate = gate_capture(bad, tmp_path / "gate.csv")
+    _, gate_kernels = judged(gate)
+    assert gate_kernels == full_kernels and len(gate_kernels) == 8
+    diag = diagnosis_capture(bad, tmp_path / "gate.diagnosis.csv", sorted(gate_kernels))
+    merged, _ = judged(gate, diag)
+    assert unmet(merged) == []
