@@ -257,6 +257,9 @@ def baselines() -> dict[str, str | bytes]:
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
         # A fingerprint's scope that is not text (issue 25).
         "scope-not-text.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, scope: [1]}\n",
+        # A fingerprint's cache control that is not text (issue 24).
+        "cache-control-not-text.yaml": minimal
+        + "fingerprint: {gpu: NVIDIA H100, cache_control: {all: 1}}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
