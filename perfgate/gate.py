@@ -764,9 +764,13 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
 
     if phases not in PHASE_CHOICES:
         raise UsageError(f"--phases must be one of {', '.join(PHASE_CHOICES)}")
-    first = run_capture(replace(options, phase=FULL if phases == "full" else GATE))
+    from perfgate.ncu.command import baseline_files
+
     second = diagnosis_output(options.output)
+    inputs = [*baseline_files(options.baselines), *options.program[:1]]
+    check_outputs([("-o (its diagnosis capture)", second)], [p for p in inputs if p])
     remove_capture(second)  # an earlier run's diagnosis never sits beside this gate capture
+    first = run_capture(replace(options, phase=FULL if phases == "full" else GATE))
     if phases != "auto" or first.absent:
         return PhasedCapture(first)
     try:
@@ -782,8 +786,13 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
     )
     if not failing:
         return PhasedCapture(first, checked=True)
-    diagnosis = run_capture(
-        replace(options, output=second, phase=DIAGNOSIS, diagnose=failing, keep_report=False)
-    )
+    try:
+        diagnosis = run_capture(
+            replace(options, output=second, phase=DIAGNOSIS, diagnose=failing, keep_report=False)
+        )
+    except PerfgateError as exc:  # the gate capture stands and checks alone
+        return PhasedCapture(
+            first, failing=failing, unchecked=f"the diagnosis capture failed: {exc.message}"
+        )
     link_diagnosis(first.output, diagnosis.output)
     return PhasedCapture(first, diagnosis, failing, checked=True)

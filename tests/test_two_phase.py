@@ -391,3 +391,14 @@ def test_zoo_gate_finds_every_failing_kernel_and_the_pair_every_expected_metric(
     diag = diagnosis_capture(bad, tmp_path / "gate.diagnosis.csv", sorted(gate_kernels))
     merged, _ = judged(gate, diag)
     assert unmet(merged) == []
+
+
+def test_the_diagnosis_capture_never_replaces_an_input(tmp_path: Path, decoder: Path) -> None:
+    baseline = tmp_path / "cap.diagnosis.csv"  # a baseline where the diagnosis would go
+    baseline.write_bytes(decoder.read_bytes())
+    source = gate_capture(GOOD, tmp_path / "src.csv")
+    code, _, err = _run(baseline, tmp_path / "cap.csv", _env(tmp_path, source))
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"perfgate: error: {baseline}") and "input" in err
+    assert baseline.read_bytes() == decoder.read_bytes()
+    assert not (tmp_path / "cap.csv").exists()
