@@ -749,6 +749,12 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 )  # fmt: skip
 @click.option("--keep-report", is_flag=True, help="Keep ncu's report as OUTPUT.ncu-rep.")
 @click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
+@click.option(
+    "--phases", type=click.Choice(("auto", "gate", "full")), default="auto", show_default=True,
+    help="gate: only the one-pass gate set of every baselined kernel; auto: the gate capture, "
+    "then, when it fails the baselines, a diagnosis capture of the failing kernels "
+    "(OUTPUT.diagnosis.csv, merged by check); full: every gated metric at once (as before).",
+)  # fmt: skip
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
 def capture_command(
@@ -764,6 +770,7 @@ def capture_command(
     allow_program_failure: bool,
     keep_report: bool,
     ncu: str,
+    phases: str,
     program: tuple[str, ...],
 ) -> None:
     """Run PROGRAM under ncu, collecting only what the baselines gate:
@@ -780,27 +787,42 @@ def capture_command(
         baselines, tuple(program), output=output, replay_mode=replay_mode, kernels=kernels,
         launch_skip=launch_skip, launch_count=launch_count, nvtx_include=nvtx_include,
         all_kernels=all_kernels, ncu=ncu, allow_program_failure=allow_program_failure,
-        keep_report=keep_report,
+        keep_report=keep_report, phase="full" if phases == "full" else "gate",
     )  # fmt: skip
     if dry_run:
+        from perfgate.gate import diagnosis_output
         from perfgate.ncu.runner import dry_run as plan_only
 
         plan = plan_only(options)
         for note in plan.notes:
             _say(f"note: {note}", err=True)
+        if phases == "auto":
+            _say(
+                "note: the gate capture below; when it fails the baselines, a diagnosis capture "
+                f"of the failing kernels follows ({diagnosis_output(output)})",
+                err=True,
+            )
         _say(plan.shell_text())
         _say(" ".join(plan.import_command(ncu, f"{output}.tmp.ncu-rep")) + f" > {output}")
         return
-    from perfgate.ncu.runner import run_capture
+    from perfgate.gate import run_capture_phases
 
-    result = run_capture(options)
+    phased = run_capture_phases(options, phases)
+    result = phased.first
     passes = sorted(set(result.passes))
     shown = "/".join(map(str, passes)) if passes else "?"
     _say(
         f"wrote {result.output}: {result.launches} launch(es), {shown} replay passes per "
         f"kernel, {result.wall_s:.1f} s (log {result.log}, metadata {result.meta})"
     )
-    for line in result.warnings:
+    if phased.diagnosis is not None:
+        d = phased.diagnosis
+        _say(
+            f"wrote {d.output}: diagnosis of {len(phased.failing)} kernel(s) that failed the "
+            f"gate; check merges it (perfgate check -b ... -c {result.output})"
+        )
+    _say(phased.summary())
+    for line in [*result.warnings, *(phased.diagnosis.warnings if phased.diagnosis else ())]:
         _say(f"perfgate: warning: {line}", err=True)
     if result.absent:
         _fail(

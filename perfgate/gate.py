@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from perfgate.lifecycle.plan import EditPlan
     from perfgate.lifecycle.record import RecordResult, RecordSettings
     from perfgate.lifecycle.views import BaselineDiff, BaselineView
+    from perfgate.ncu.command import CaptureOptions
+    from perfgate.ncu.runner import CaptureResult
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,16 @@ def run_record(request: RecordRequest) -> RecordResult:
             request.output,
         )
     capture = read_captures(request.capture_files)
+    if capture.gate:
+        from perfgate.ingest.meta import GATE, read_meta
+
+        gate_file = next((p for p in capture.paths if read_meta(p).phase == GATE), None)
+        raise UsageError(
+            "a gate capture holds only the one-pass gate set (its sidecar says so): a baseline "
+            "recorded from it would gate nothing else; record from a full capture (perfgate "
+            "capture --phases full)",
+            gate_file,
+        )
     check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))
@@ -538,8 +550,11 @@ def check_inputs(request: CheckRequest) -> list[str]:
         baselines = [p.path for p in expand(request.baselines)]
     except PerfgateError:  # an empty directory: run_check says so
         baselines = []
-    sidecars = [str(sidecar_path(c)) for c in request.capture_files]
-    return [*request.baselines, *baselines, *request.capture_files, *sidecars]
+    from perfgate.ingest.phases import linked
+
+    files = linked(request.capture_files)
+    sidecars = [str(sidecar_path(c)) for c in files]
+    return [*request.baselines, *baselines, *files, *sidecars]
 
 
 def _check_report_paths(request: CheckRequest, outputs: ReportOutputs) -> None:
@@ -697,3 +712,87 @@ def policy_note(report: Report, code: ExitCode, policy: frozenset[FailOn]) -> st
     verdict = "failed" if report.exit_code else "passed"
     asked = ",".join(sorted(p.value for p in policy)) or "never"
     return f"perfgate: the gate {verdict}; exit {int(code)} (--fail-on {asked})"
+
+
+# The kernel states that send a kernel to the diagnosis capture: what the gate found wrong
+# with a kernel it measured (a missing kernel has nothing to profile).
+_DIAGNOSE = frozenset({KernelState.REGRESSED, KernelState.INCOMPLETE, KernelState.ERROR})
+PHASE_CHOICES = ("auto", "gate", "full")
+
+
+@dataclass(frozen=True)
+class PhasedCapture:
+    """What `perfgate capture --phases ...` did: the gate (or full) capture, and the diagnosis
+    capture of the kernels that failed the gate, when there was one."""
+
+    first: CaptureResult
+    diagnosis: CaptureResult | None = None  # of the diagnosis phase; None: none was run
+    failing: tuple[str, ...] = ()  # the kernels the gate check failed (auto), by name
+    checked: bool = False  # the gate capture was checked (auto)
+    unchecked: str = ""  # why the gate capture could not be checked (auto), "" when it was
+
+    def summary(self) -> str:
+        """ "gate capture: N kernels, M launches, 1 pass per kernel, 23.0 s; diagnosis: ..." """
+        text = self.first.summary()
+        if self.diagnosis is not None:
+            d = self.diagnosis
+            text += (
+                f"; diagnosis: {d.kernels} kernel(s), {d.launches} launch(es), "
+                f"{d.passes_text()} per kernel, {d.wall_s:.1f} s"
+            )
+        elif self.checked:
+            text += "; diagnosis: none needed (the gate check passed)"
+        elif self.unchecked:
+            text += f"; diagnosis: none ({self.unchecked})"
+        return text
+
+
+def diagnosis_output(output: str) -> str:
+    """OUTPUT.csv -> OUTPUT.diagnosis.csv (beside the gate capture)."""
+    path = Path(output)
+    stem, suffix = (path.stem, path.suffix) if path.suffix else (path.name, ".csv")
+    return str(path.with_name(f"{stem}.diagnosis{suffix}"))
+
+
+def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
+    """`perfgate capture`: a gate capture (`gate`, `auto`) or the single-phase full capture
+    (`full`); with `auto`, the gate capture is checked against the baselines and a diagnosis
+    capture of only the kernels that failed is taken beside it (OUTPUT.diagnosis.csv), which
+    `check` merges for its metrics (perfgate.ingest.phases)."""
+    from perfgate.ingest.meta import DIAGNOSIS, FULL, GATE
+    from perfgate.ncu.runner import link_diagnosis, remove_capture, run_capture
+
+    if phases not in PHASE_CHOICES:
+        raise UsageError(f"--phases must be one of {', '.join(PHASE_CHOICES)}")
+    from perfgate.ncu.command import baseline_files
+
+    second = diagnosis_output(options.output)
+    inputs = [*baseline_files(options.baselines), *options.program[:1]]
+    check_outputs([("-o (its diagnosis capture)", second)], [p for p in inputs if p])
+    remove_capture(second)  # an earlier run's diagnosis never sits beside this gate capture
+    first = run_capture(replace(options, phase=FULL if phases == "full" else GATE))
+    if phases != "auto" or first.absent:
+        return PhasedCapture(first)
+    try:
+        report = run_check(CheckRequest(options.baselines, (first.output,)))
+    except PerfgateError as exc:  # the capture stands; `check` will say this again
+        return PhasedCapture(
+            first, unchecked=f"the gate check could not run ({exc.message}): no diagnosis capture"
+        )
+    failing = tuple(
+        dict.fromkeys(
+            v.name for r in report.results for v in r.verdicts if v.state in _DIAGNOSE and v.name
+        )
+    )
+    if not failing:
+        return PhasedCapture(first, checked=True)
+    try:
+        diagnosis = run_capture(
+            replace(options, output=second, phase=DIAGNOSIS, diagnose=failing, keep_report=False)
+        )
+    except PerfgateError as exc:  # the gate capture stands and checks alone
+        return PhasedCapture(
+            first, failing=failing, unchecked=f"the diagnosis capture failed: {exc.message}"
+        )
+    link_diagnosis(first.output, diagnosis.output)
+    return PhasedCapture(first, diagnosis, failing, checked=True)

@@ -2,7 +2,8 @@
 """A stand-in for ncu in CI (no GPU): replays real ncu texts recorded on an H200
 (tests/data/h200/capture/) in the mode perfgate capture runs ncu in.
 
-FAKE_NCU_LOG names the log to replay into --log-file, FAKE_NCU_CSV the import output,
+FAKE_NCU_LOG names the log to replay into --log-file, FAKE_NCU_CSV the import output
+(FAKE_NCU_CSV_DIAGNOSIS that of a diagnosis capture, OUTPUT.diagnosis.csv),
 FAKE_NCU_RC the exit code, FAKE_NCU_STDOUT text printed on stdout before the log opens (an
 option error). The program is run for real, so its output and arguments can be checked.
 """
@@ -30,14 +31,20 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(Path(os.environ["FAKE_NCU_VERSION"]).read_text())
         return 0
     if argv[:1] == ["--import"]:
-        sys.stdout.write(Path(os.environ["FAKE_NCU_CSV"]).read_text())
+        # A diagnosis capture's report lies in a folder named after OUTPUT.diagnosis.csv.
+        diagnosis = "diagnosis" in Path(argv[1]).parent.name
+        csv = os.environ.get("FAKE_NCU_CSV_DIAGNOSIS") if diagnosis else None
+        sys.stdout.write(Path(csv or os.environ["FAKE_NCU_CSV"]).read_text())
         return 0
     Path(os.environ.get("FAKE_NCU_ARGV", os.devnull)).write_text("\n".join(argv))
+    if "FAKE_NCU_ARGV_ALL" in os.environ:  # every profile run's, one run a line
+        with Path(os.environ["FAKE_NCU_ARGV_ALL"]).open("a") as fh:
+            fh.write("\x1f".join(argv) + "\n")
     if "FAKE_NCU_STDOUT" in os.environ:
         sys.stdout.write(Path(os.environ["FAKE_NCU_STDOUT"]).read_text())
         return _exit_code("1")
     options_with_value = {
-        "--clock-control", "--target-processes", "--replay-mode", "--metrics",
+        "--cache-control", "--clock-control", "--target-processes", "--replay-mode", "--metrics",
         "--kernel-name-base", "--kernel-name", "--launch-skip", "--launch-count",
         "--nvtx-include", "--export", "--log-file",
     }  # fmt: skip

@@ -214,7 +214,7 @@ def test_dry_run_prints_and_runs_nothing(tmp_path: Path, zoo_baseline: Path) -> 
                     "--ncu", "/nonexistent/ncu", "--", "python3", "-c", "print('a b')")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert first.startswith("/nonexistent/ncu --clock-control none")
+    assert first.startswith("/nonexistent/ncu --cache-control all --clock-control none")
     assert first.endswith("python3 -c 'print('\"'\"'a b'\"'\"')'")  # shell-quoted for reading
     assert "--import" in proc.stdout and "--print-units base" in proc.stdout
     assert not out.exists() and not list(tmp_path.iterdir())
@@ -230,11 +230,12 @@ def _fake(log: str, csv: str = "ok.import.csv", **more: str) -> dict[str, str]:
 
 
 def _capture(
-    baseline: Path, out: Path, env: dict[str, str], *program: str
+    baseline: Path, out: Path, env: dict[str, str], *program: str, phases: str = "full"
 ) -> subprocess.CompletedProcess[str]:
+    """The single-phase capture unless `phases` says otherwise (tests/test_two_phase.py)."""
     prog = program or (sys.executable, "-c", "print('program output')")
-    return perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU, "--",
-                    *prog, env=env)  # fmt: skip
+    return perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU,
+                    "--phases", phases, "--", *prog, env=env)  # fmt: skip
 
 
 def test_capture_writes_ncu_output_log_and_metadata(tmp_path: Path, zoo_baseline: Path) -> None:

@@ -245,7 +245,7 @@ def _program(p: Any) -> bool:
     return "calibration" not in g or isinstance(g["calibration"], str)
 
 
-_FINGERPRINT_TEXTS = ("gpu", "cc", "ncu", "driver", "clock_control", "scope")
+_FINGERPRINT_TEXTS = ("gpu", "cc", "ncu", "driver", "clock_control", "cache_control", "scope")
 _FINGERPRINT_KEYS = frozenset({*_FINGERPRINT_TEXTS, "stall_family", "stall_reasons", "metrics"})
 _PROVENANCE_TEXTS = ("recorded_at", "recorded_by", "updated_at", "updated_by")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -1,11 +1,13 @@
 """Where a baseline's numbers came from: the GPU, its compute capability, the ncu version and
-driver, clock control, and the metrics and stall reasons that were captured.
+driver, clock and cache control, and the metrics and stall reasons that were captured.
 
 Counters are exact on one GPU and meaningless across two (an H100 and an H200 differ in SM
 count, memory and clocks), so a check refuses a capture from another GPU or compute
-capability unless told otherwise; ncu version, driver and clock-control differences are
-warned about (metric names and source-counter units move between ncu versions; locked and
-unlocked clocks give different durations).
+capability unless told otherwise; ncu version, driver, clock-control and cache-control
+differences are warned about (metric names and source-counter units move between ncu versions;
+locked and unlocked clocks give different durations; flushed and warm caches give different
+memory traffic: one kernel's DRAM read bytes were 20 times larger with ncu's
+`--cache-control all` than with `none`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Fingerprint:
     ncu: str | None = None
     driver: str | None = None
     clock_control: str | None = None
+    cache_control: str | None = None  # ncu --cache-control (all: flushed before each pass)
     metrics: tuple[str, ...] = ()  # the raw metrics captured that the baseline reads
     stall_family: str | None = None
     stall_reasons: tuple[str, ...] = ()
@@ -65,6 +68,8 @@ def to_document(fp: Fingerprint) -> dict[str, Any]:
         "driver": fp.driver,
         "clock_control": fp.clock_control,
     }
+    if fp.cache_control is not None:
+        doc["cache_control"] = fp.cache_control
     if fp.scope is not None:
         doc["scope"] = fp.scope
     if fp.stall_family is not None:
@@ -84,6 +89,7 @@ def from_document(doc: Mapping[str, Any] | None, provenance: Mapping[str, Any]) 
             ncu=doc.get("ncu"),
             driver=doc.get("driver"),
             clock_control=doc.get("clock_control"),
+            cache_control=doc.get("cache_control"),
             metrics=tuple(doc.get("metrics") or ()),
             stall_family=doc.get("stall_family"),
             stall_reasons=tuple(doc.get("stall_reasons") or ()),
@@ -135,6 +141,7 @@ def of_capture(
         ncu=_agreed([m.ncu_version for m in chosen], "ncu version", notes),
         driver=_agreed([m.driver for m in chosen], "driver", notes),
         clock_control=_agreed([m.clock_control for m in chosen], "clock control", notes),
+        cache_control=_agreed([m.cache_control for m in chosen], "cache control", notes),
         scope=_scope(files, metas, notes),
     )
     return fp, notes
@@ -202,6 +209,7 @@ def for_record(
         ncu=fp.ncu,
         driver=fp.driver,
         clock_control=fp.clock_control,
+        cache_control=fp.cache_control,
         scope=fp.scope,
         metrics=tuple(sorted(m for m in set(read_metrics) if m in columns)),
         stall_family=stall_family,
@@ -238,5 +246,11 @@ def differences(baseline: Fingerprint, capture: Fingerprint) -> tuple[list[str],
         warnings.append(
             f"the capture used ncu --clock-control {capture.clock_control}, the baseline "
             f"{baseline.clock_control}: durations and throughputs are not comparable"
+        )
+    if differ("cache_control"):
+        warnings.append(
+            f"the capture used ncu --cache-control {capture.cache_control}, the baseline "
+            f"{baseline.cache_control}: memory traffic (DRAM and L2 bytes) and durations are "
+            "not comparable (capture with the baseline's cache control, or record it again)"
         )
     return blocking, warnings

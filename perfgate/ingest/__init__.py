@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from perfgate.common.errors import CaptureError
-from perfgate.ingest.launches import Capture, merge
+from perfgate.ingest.launches import Capture
 from perfgate.ingest.ncu_rep import MAGIC as NCU_REP_MAGIC
 from perfgate.ingest.ncu_rep import read_ncu_rep
 from perfgate.ingest.raw_csv import read_raw_csv
@@ -67,5 +67,9 @@ def read_capture(path: str | Path, wanted: Callable[[str], bool] | None = None) 
 def read_captures(
     paths: Iterable[str | Path], wanted: Callable[[str], bool] | None = None
 ) -> Capture:
-    """Read several captures (separate ncu runs of one workload) as one."""
-    return merge([read_capture(p, wanted) for p in paths])
+    """Read several captures (separate ncu runs of one workload) as one. A gate capture of
+    `perfgate capture` is marked so (its sidecar says); a diagnosis capture is folded into the
+    others for its metrics only (perfgate.ingest.phases)."""
+    from perfgate.ingest.phases import read_phased
+
+    return read_phased([str(p) for p in paths], lambda p: read_capture(p, wanted))

@@ -64,6 +64,11 @@ class Capture:
     launches: tuple[Launch, ...]
     columns: frozenset[str]  # raw metric names present in the capture (before any filtering)
     warnings: tuple[str, ...] = ()  # ncu ==WARNING== lines worth showing to the user
+    # Launches of a gate capture (`perfgate capture --phases gate`): a metric outside the
+    # one-pass gate set is skipped for them, not missing (perfgate.metrics.passes).
+    gate: bool = False
+    # Diagnosis captures folded in for their metrics only (perfgate.ingest.phases).
+    diagnosis_paths: tuple[str, ...] = ()
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -82,7 +87,9 @@ def merge(captures: list[Capture]) -> Capture:
     launches: list[Launch] = []
     columns: set[str] = set()
     warnings: dict[str, None] = {}  # in their order, each once, without a list scan per line
+    gate = False
     for cap in captures:
+        gate = gate or cap.gate
         launches.extend(cap.launches)
         columns |= cap.columns
         warnings.update(dict.fromkeys(cap.warnings))
@@ -91,4 +98,6 @@ def merge(captures: list[Capture]) -> Capture:
         launches=tuple(launches),
         columns=frozenset(columns),
         warnings=tuple(warnings),
+        gate=gate,
+        diagnosis_paths=tuple(p for cap in captures for p in cap.diagnosis_paths),
     )

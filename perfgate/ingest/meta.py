@@ -19,7 +19,17 @@ from perfgate.ingest.scope import capture_scope
 
 SUFFIX = ".meta.json"
 MAX_BYTES = 1024 * 1024
-_FIELDS = ("ncu_version", "driver", "gpu", "cc", "clock_control", "replay_mode")
+_FIELDS = (
+    "ncu_version", "driver", "gpu", "cc", "clock_control", "cache_control", "replay_mode",
+    "phase",
+)  # fmt: skip
+# The phases of `perfgate capture` (docs/capture.md): a gate capture holds the one-pass gate
+# set of every baselined kernel, a diagnosis capture the rich set of the kernels that failed it
+# (merged by `check` for its metrics only), a full capture everything at once (as by hand).
+GATE = "gate"
+DIAGNOSIS = "diagnosis"
+FULL = "full"
+PHASES = (GATE, DIAGNOSIS, FULL)
 
 
 @dataclass(frozen=True)
@@ -32,11 +42,15 @@ class CaptureMeta:
     gpu: str | None = None
     cc: str | None = None
     clock_control: str | None = None
+    cache_control: str | None = None  # ncu --cache-control (all, none); None: unknown
     replay_mode: str | None = None
     program_exit_code: int | None = None  # the captured program's own exit code
     # Which launches ncu profiled (perfgate.ingest.scope): the sidecar's `scope`, else read
     # from its recorded ncu `command`; None: unknown.
     scope: str | None = None
+    phase: str | None = None  # GATE, DIAGNOSIS or FULL; None: unknown (a capture by hand)
+    # A gate capture's diagnosis capture, a file beside it (perfgate capture --phases auto).
+    diagnosis: str | None = None
 
 
 def sidecar_path(capture_path: str) -> Path:
@@ -71,10 +85,27 @@ def read_meta(capture_path: str) -> CaptureMeta:
         if value is not None and not isinstance(value, str):
             raise CaptureError(f"{key} must be a string or null, not {value!r}", path)
         values[key] = value
+    if values["phase"] is not None and values["phase"] not in PHASES:
+        raise CaptureError(
+            f"phase must be one of {', '.join(PHASES)} or null, not {values['phase']!r}", path
+        )
+    diagnosis = doc.get("diagnosis")
+    if diagnosis is not None and (
+        not isinstance(diagnosis, str)
+        or not diagnosis
+        or "/" in diagnosis
+        or "\\" in diagnosis
+        or diagnosis in (".", "..")
+    ):
+        raise CaptureError(
+            f"diagnosis must be the name of a file beside the capture, not {diagnosis!r}", path
+        )
     code = doc.get("program_exit_code")
     if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
         raise CaptureError(f"program_exit_code must be an integer or null, not {code!r}", path)
-    return CaptureMeta(str(path), **values, program_exit_code=code, scope=_scope(doc, path))
+    return CaptureMeta(
+        str(path), **values, program_exit_code=code, scope=_scope(doc, path), diagnosis=diagnosis
+    )
 
 
 def _scope(doc: dict[str, object], path: Path) -> str | None:

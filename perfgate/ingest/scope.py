@@ -39,7 +39,7 @@ _KERNEL_NAME = {
 }
 # ncu options that take no value (the others used before a program do).
 _FLAGS = frozenset(
-    {"--nvtx", "-f", "--force-overwrite", "--print-summary", "--quiet", "--cache-control",
+    {"--nvtx", "-f", "--force-overwrite", "--print-summary", "--quiet",
      "--csv", "--call-stack", "--print-units", "--list-sets", "--list-sections"}
 )  # fmt: skip
 _ORDER = (*dict.fromkeys(_FILTERS.values()), "--kernel-name-base", "--kernel-name")

@@ -387,7 +387,16 @@ def _kernel_change(
 
 
 def diff(a: Baseline, b: Baseline) -> BaselineDiff:
-    fields = ("gpu", "cc", "ncu", "driver", "clock_control", "stall_family", "stall_reasons")
+    fields = (
+        "gpu",
+        "cc",
+        "ncu",
+        "driver",
+        "clock_control",
+        "cache_control",
+        "stall_family",
+        "stall_reasons",
+    )
     fp = tuple(
         (f, getattr(a.gpu, f), getattr(b.gpu, f))
         for f in fields

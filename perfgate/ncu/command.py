@@ -19,6 +19,7 @@ from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.common.errors import UsageError
 from perfgate.ingest.launches import cc_version
 from perfgate.ingest.names import function_name
+from perfgate.metrics.passes import DIAGNOSIS, FULL, GATE, gate_part
 from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
 
 # The stall family a capture asks for when a baseline gates stall counters. Families 1 to 4 of
@@ -32,6 +33,13 @@ FREE_METRICS = ("device__attribute_display_name",)
 MAX_FILTER = 4000
 _REGEX_SPECIAL = set("\\^$.|?*+()[]{}")
 REPLAY_MODES = ("kernel", "application")
+# ncu's cache and clock control, passed explicitly and recorded (sidecar, fingerprint): cache
+# control changes values, not only noise (seen: one kernel's DRAM read bytes 20 times larger
+# with `all` than with `none`). `all` is ncu's default, which every capture of the corpus used.
+CACHE_CONTROL = "all"
+CLOCK_CONTROL = "none"
+# A diagnosis capture profiles this many launches of each failing kernel unless told otherwise.
+DIAGNOSIS_LAUNCHES = 2
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,10 @@ class CaptureOptions:
     gpu: str | None = None  # the GPU's name, when known (selects baselines of a directory)
     allow_program_failure: bool = False  # write the capture of a program that exited non-zero
     keep_report: bool = False  # keep ncu's .ncu-rep beside the capture
+    # gate: the one-pass gate set (perfgate.metrics.passes); full: every gated metric (the
+    # single-phase capture); diagnosis: every gated metric, of `diagnose` kernels only.
+    phase: str = FULL
+    diagnose: tuple[str, ...] = ()  # the failing kernels' names (diagnosis phase)
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ class CapturePlan:
     baselines: tuple[str, ...]  # the baseline files used
     notes: tuple[str, ...] = ()
     program: tuple[str, ...] = field(default_factory=tuple)
+    phase: str = FULL
 
     def import_command(self, ncu: str, report: str) -> tuple[str, ...]:
         return (ncu, "--import", report, "--csv", "--page", "raw", "--print-units", "base")
@@ -234,15 +247,26 @@ def build_plan(
     gated = gated_metrics(chosen, cc)
     if not gated:
         raise UsageError("the baselines gate no metric: nothing to capture")
+    if options.phase == GATE:
+        gated = gate_part(gated)
+        if not gated:
+            raise UsageError(
+                "the baselines gate no metric of the one-pass gate set (docs/capture.md): "
+                "capture with --phases full"
+            )
     metrics = tuple(dict.fromkeys([*gated, *FREE_METRICS]))
     more: list[str] = []
-    if options.all_kernels:
+    regex: str | None
+    if options.phase == DIAGNOSIS:
+        regex = diagnosis_filter(options.diagnose)
+    elif options.all_kernels:
         regex = "|".join(f"({k})" for k in options.kernels) or None
     else:
         regex, more = kernel_filter(chosen, options.kernels)
     notes.extend(more)
     cmd: list[str] = [
-        options.ncu, "--clock-control", "none", "--target-processes", "all",
+        options.ncu, "--cache-control", CACHE_CONTROL, "--clock-control", CLOCK_CONTROL,
+        "--target-processes", "all",
         "--replay-mode", options.replay_mode, "--metrics", ",".join(metrics),
     ]  # fmt: skip
     if regex:
@@ -251,6 +275,8 @@ def build_plan(
         cmd += ["--launch-skip", str(options.launch_skip)]
     if options.launch_count is not None:
         cmd += ["--launch-count", str(options.launch_count)]
+    elif options.phase == DIAGNOSIS:
+        cmd += ["--launch-count", str(DIAGNOSIS_LAUNCHES * max(1, len(options.diagnose)))]
     nvtx = bool(options.nvtx_include) or any(
         b.by_nvtx or any(k.match.nvtx for k in b.kernels) for b in chosen
     )
@@ -268,4 +294,20 @@ def build_plan(
         baselines=tuple(files),
         notes=tuple(notes),
         program=program,
+        phase=options.phase,
     )
+
+
+def diagnosis_filter(names: Sequence[str]) -> str:
+    """ncu's --kernel-name regex (function base) for the failing kernels `names`."""
+    bases: list[str] = []
+    for name in names:
+        function = function_name(name) or name
+        base = function.rsplit("::", 1)[-1]
+        inductor = _INDUCTOR.match(base)
+        bases.append(
+            escape_regex(inductor.group(1)) + "_[0-9]+" if inductor else escape_regex(base)
+        )
+    if not bases:
+        raise UsageError("a diagnosis capture needs the names of the kernels that failed")
+    return "^(" + "|".join(dict.fromkeys(bases)) + ")$"

@@ -28,7 +28,13 @@ from perfgate.common.escape import log_line
 from perfgate.common.fileio import remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ingest.scope import capture_scope
-from perfgate.ncu.command import CaptureOptions, CapturePlan, build_plan
+from perfgate.ncu.command import (
+    CACHE_CONTROL,
+    CLOCK_CONTROL,
+    CaptureOptions,
+    CapturePlan,
+    build_plan,
+)
 from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
 
 _POLL_S = 0.2
@@ -47,6 +53,22 @@ class CaptureResult:
     absent: tuple[str, ...] = ()  # of those, the ones the capture lacks
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    phase: str = "full"
+    kernels: int = 0  # distinct kernels (by name) profiled
+
+    def passes_text(self) -> str:
+        """ "1 pass", "3/9 passes", "? passes" per kernel, as ncu printed them."""
+        shown = sorted(set(self.passes))
+        if not shown:
+            return "? passes"
+        return "/".join(map(str, shown)) + (" pass" if shown == [1] else " passes")
+
+    def summary(self) -> str:
+        """ "gate capture: 4 kernels, 27 launches, 1 pass per kernel, 23.0 s"."""
+        return (
+            f"{self.phase} capture: {self.kernels} kernel(s), {self.launches} launch(es), "
+            f"{self.passes_text()} per kernel, {self.wall_s:.1f} s"
+        )
 
 
 class Progress:
@@ -218,12 +240,15 @@ def _run(
         )
         meta = {
             "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
-            "gpu": name, "cc": options.cc, "clock_control": "none",
+            "gpu": name, "cc": options.cc, "clock_control": CLOCK_CONTROL,
+            "cache_control": CACHE_CONTROL, "phase": plan.phase,
             "replay_mode": options.replay_mode, "command": list(plan.profile),
             "scope": capture_scope(plan.profile),
             "program_exit_code": exit_code,
             "started": started, "kernel_filter": plan.kernel_filter,
             "metrics": list(plan.metrics), "passes": [p for _, p in scan.passes],
+            "passes_per_kernel": _per_kernel(scan.passes),
+            "kernels": len({n for n, _ in scan.passes}), "launches": len(scan.passes),
             "wall_s": round(wall, 2),
         }  # fmt: skip
         write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
@@ -268,7 +293,16 @@ def _run(
         launches=len(scan.passes), passes=tuple(p for _, p in scan.passes),
         wall_s=round(time.monotonic() - t0, 2), program_exit_code=exit_code,
         gated=plan.gated, absent=absent, warnings=tuple(warnings), notes=plan.notes,
+        phase=plan.phase, kernels=len({n for n, _ in scan.passes}),
     )  # fmt: skip
+
+
+def _per_kernel(passes: list[tuple[str, int]]) -> dict[str, int]:
+    """The replay passes of each profiled kernel (the most any of its launches took)."""
+    out: dict[str, int] = {}
+    for name, count in passes:
+        out[name] = max(count, out.get(name, 0))
+    return out
 
 
 def _signal_note(code: int | None) -> str:
@@ -339,3 +373,18 @@ def dry_run(options: CaptureOptions) -> CapturePlan:
     """The plan with placeholders for the files a run would make."""
     out = options.output
     return build_plan(options, f"{out}.tmp", f"{out}.log")
+
+
+def remove_capture(output: str) -> None:
+    """An earlier run's capture at `output` with its log, metadata and report."""
+    for old in _outputs(Path(output)):
+        remove_stale(old)
+
+
+def link_diagnosis(gate_output: str, diagnosis_output: str) -> None:
+    """The gate capture's sidecar names its diagnosis capture (`diagnosis`, a file name beside
+    it), so that `check -c GATE.csv` merges it as `-c GATE.diagnosis.csv` would."""
+    meta = Path(f"{gate_output}.meta.json")
+    data = json.loads(meta.read_text("utf-8"))
+    data["diagnosis"] = Path(diagnosis_output).name
+    write_text_atomic(meta, json.dumps(data, indent=1) + "\n")

@@ -25,6 +25,7 @@ def _fingerprint_line(v: BaselineView) -> str:
         ("ncu", fp.ncu),
         ("driver", fp.driver),
         ("clock control", fp.clock_control),
+        ("cache control", fp.cache_control),
     ):
         if field:
             parts.append(f"{label} {field}")

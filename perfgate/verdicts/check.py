@@ -60,6 +60,7 @@ from perfgate.metrics.measure import (
 )
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.program import time_in
+from perfgate.metrics.passes import NOT_IN_GATE, in_gate_set
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program, recorded_time
@@ -115,7 +116,10 @@ def _compare_metric(
     measured = _measure(metric, launches, capture.columns, rows)
     if isinstance(measured, Unavailable):
         message, state = measured.reason, State.SKIPPED
-        if not measured.architecture:
+        if capture.gate and not measured.architecture and _outside_gate(measured.needed):
+            # Left to the diagnosis capture: a real result, never a silent pass.
+            message = NOT_IN_GATE
+        elif not measured.architecture:
             state = State.MISSING_METRIC
             if measured.needed:
                 more = ", ..." if len(measured.needed) > 4 else ""
@@ -135,6 +139,30 @@ def _compare_metric(
         current_shares=measured.shares,
     )  # fmt: skip
     return comparison, measured
+
+
+def _outside_gate(needed: Sequence[str]) -> bool:
+    return bool(needed) and not all(in_gate_set(n) for n in needed)
+
+
+def _gate_summary(verdicts: Sequence[KernelVerdict]) -> str | None:
+    """The one line a check of a gate capture says about what it did not compare."""
+    skipped = [
+        (v.kernel, c.metric)
+        for v in verdicts
+        for c in v.comparisons
+        if c.state is State.SKIPPED and c.message == NOT_IN_GATE
+    ]
+    if not skipped:
+        return None
+    kernels = len({k for k, _ in skipped})
+    metrics = sorted({m for _, m in skipped})
+    shown = ", ".join(metrics[:6]) + (f" and {len(metrics) - 6} more" if len(metrics) > 6 else "")
+    return (
+        f"gate capture: {len(skipped)} comparison(s) of {kernels} kernel(s) skipped, not in a "
+        f"gate capture ({shown}); the diagnosis capture adds them for the kernels that fail "
+        "(perfgate capture --phases auto), a full capture for all (--phases full)"
+    )
 
 
 def _explain_rates(
@@ -790,6 +818,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
     if settings.other_scope:
         warnings.append(settings.other_scope)
+    if capture.gate and (summary := _gate_summary(verdicts)):
+        warnings.append(summary)
     devices = capture.devices
     new_launches = [la for group in matching.unclaimed for la in group.launches]
     return CheckResult(

@@ -117,6 +117,19 @@ def captures() -> dict[str, bytes | str]:
         "scope-not-a-string.csv.meta.json": '{"perfgate_capture": 1, "scope": 3}\n',
         "command-not-a-list.csv": good,
         "command-not-a-list.csv.meta.json": '{"perfgate_capture": 1, "command": "ncu -c 3"}\n',
+        # Sidecars of the two capture phases (issue 24) that perfgate capture never writes: an
+        # unknown phase, a diagnosis capture checked without its gate capture, a gate
+        # capture's diagnosis link that leaves its folder, a cache control that is no string.
+        "phase-unknown.csv": good,
+        "phase-unknown.csv.meta.json": '{"perfgate_capture": 1, "phase": "fast"}\n',
+        "diagnosis-alone.csv": good,
+        "diagnosis-alone.csv.meta.json": '{"perfgate_capture": 1, "phase": "diagnosis"}\n',
+        "diagnosis-link-escapes.csv": good,
+        "diagnosis-link-escapes.csv.meta.json": (
+            '{"perfgate_capture": 1, "phase": "gate", "diagnosis": "../../etc/passwd"}\n'
+        ),
+        "cache-control-not-a-string.csv": good,
+        "cache-control-not-a-string.csv.meta.json": '{"perfgate_capture": 1, "cache_control": 0}\n',
         # One line of 17 MiB inside 17 KB of gzip: refused after 16 MiB are read, never held.
         "long-line.csv.gz": gzip.compress(
             "".join(lines[: at + 2]).encode() + b"a" * (17 * 1024 * 1024) + b"\n", 9, mtime=0
@@ -267,6 +280,9 @@ def baselines() -> dict[str, str | bytes]:
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
         # A fingerprint's scope that is not text (issue 25).
         "scope-not-text.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, scope: [1]}\n",
+        # A fingerprint's cache control that is not text (issue 24).
+        "cache-control-not-text.yaml": minimal
+        + "fingerprint: {gpu: NVIDIA H100, cache_control: {all: 1}}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),

@@ -1,0 +1,404 @@
+"""Issue 24: `perfgate capture` in two phases. A gate capture of the one-pass gate set for
+every baselined kernel; a diagnosis capture of the rich set for only the kernels that failed
+it, merged by `check` for its metrics only; cache control passed, recorded and fingerprinted.
+
+The captures checked here are SYNTHETIC, DERIVED from real H100 field captures
+(tests/data/field/, tests/twophase_data.py): a gate capture is a real capture with the counters
+outside the gate set dropped, a diagnosis capture the real capture restricted to the failing
+kernel's launches. ncu is the stand-in tests/fake_ncu.py."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfgate.baseline.fingerprint import Fingerprint, differences
+from perfgate.baseline.load import load_baseline
+from perfgate.gate import CheckRequest, diagnosis_output, run_check
+from perfgate.judge.comparison import State
+from perfgate.metrics.passes import GATE_ONE_PASS, MEASURED_IN, NOT_IN_GATE, in_gate_set
+from perfgate.ncu.command import CaptureOptions, build_plan
+from tests.conftest import ROOT
+from tests.test_capture import FAKE_NCU, TEXTS, perfgate
+from tests.twophase_data import diagnosis_capture, gate_capture, sidecar
+
+FIELD = ROOT / "tests" / "data" / "field"
+GOOD = FIELD / "h100" / "h100-e" / "hf-decoder-run1.csv.gz"  # an unchanged build, another start
+BAD = FIELD / "changes" / "h100-e" / "hf-decoder-fp32-run1.csv.gz"  # a real change: fp32
+FAILING = "vectorized_gather_kernel"  # the kernel the fp32 change made do twice the work
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A baseline recorded from three real H100 captures of the hf-decoder (h100-a)."""
+    out = tmp_path_factory.mktemp("b") / "hf-decoder.yaml"
+    runs = [
+        a
+        for i in (1, 2, 3)
+        for a in ("-c", str(FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz"))
+    ]
+    proc = perfgate("baseline", "record", *runs, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _first(report_text: str) -> str:
+    return next(line for line in report_text.splitlines() if "REGRESSED" in line)
+
+
+def _check(baseline: Path, *captures: Path) -> tuple[int, str, str]:
+    args = [a for c in captures for a in ("-c", str(c))]
+    proc = perfgate("check", "-b", str(baseline), *args)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+# --- the gate set and the plans -------------------------------------------------------------
+
+
+def test_gate_set_is_the_measured_one_pass_set() -> None:
+    measured = (ROOT / MEASURED_IN).read_text()
+    assert "S10 passes=1 metrics=18" in measured
+    line = next(
+        ln for ln in (ROOT / "benchmarks/capture_cost/passes/candidates.txt").read_text().splitlines()
+        if ln.startswith("S10 ")
+    )  # fmt: skip
+    s1 = next(
+        ln for ln in (ROOT / "benchmarks/capture_cost/passes/candidates.txt").read_text().splitlines()
+        if ln.startswith("S1 ")
+    )  # fmt: skip
+    s10 = set(s1.split()[1].split(",")) | set(line.split()[1].lstrip("+").split(","))
+    assert {m for m in s10 if not m.startswith("launch__")} == GATE_ONE_PASS
+    assert all(in_gate_set(m) for m in s10)
+    # What costs passes stays out (benchmarks/capture_cost/passes/README.md).
+    for costly in ("sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                   "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                   "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                   "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"):  # fmt: skip
+        assert not in_gate_set(costly)
+
+
+def _plan(baseline: Path, **kw: object) -> object:
+    options = CaptureOptions((str(baseline),), ("./app",), **kw)  # type: ignore[arg-type]
+    return build_plan(options, "REPORT", "LOG", [load_baseline(str(baseline))])
+
+
+def _option(argv: tuple[str, ...], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_gate_plan_asks_only_the_gate_set(decoder: Path) -> None:
+    full = _plan(decoder)
+    gate = _plan(decoder, phase="gate")
+    assert set(gate.metrics) < set(full.metrics)  # type: ignore[attr-defined]
+    asked = [m for m in gate.metrics if m != "device__attribute_display_name"]  # type: ignore[attr-defined]
+    assert asked and all(in_gate_set(m) for m in asked)
+    assert "gpu__time_duration.sum" in asked
+    assert any(not in_gate_set(m) for m in full.metrics)  # type: ignore[attr-defined]
+
+
+def test_cache_and_clock_control_are_explicit(decoder: Path) -> None:
+    for phase in ("gate", "full", "diagnosis"):
+        argv = _plan(decoder, phase=phase, diagnose=("k",)).profile  # type: ignore[attr-defined]
+        assert _option(argv, "--cache-control") == "all"
+        assert _option(argv, "--clock-control") == "none"
+
+
+def test_diagnosis_plan_profiles_only_the_failing_kernels(decoder: Path) -> None:
+    plan = _plan(
+        decoder, phase="diagnosis",
+        diagnose=("void at::vectorized_gather_kernel<16, long>(char *, char *, long *)",
+                  "triton_poi_fused_add_12"),
+    )  # fmt: skip
+    argv = plan.profile  # type: ignore[attr-defined]
+    assert _option(argv, "--kernel-name") == (
+        "regex:^(vectorized_gather_kernel|triton_poi_fused_add_[0-9]+)$"
+    )
+    assert _option(argv, "--launch-count") == "4"  # a launch or two each
+    assert set(plan.metrics) == set(_plan(decoder).metrics)  # type: ignore[attr-defined]
+
+
+def test_diagnosis_output_is_beside_the_gate_capture() -> None:
+    assert diagnosis_output("out/cap.csv") == "out/cap.diagnosis.csv"
+    assert diagnosis_output("cap") == "cap.diagnosis.csv"
+
+
+# --- checks of gate and diagnosis captures ----------------------------------------------------
+
+
+def test_gate_only_check_passes_the_unchanged_build_and_skips_with_the_reason(
+    tmp_path: Path, decoder: Path
+) -> None:
+    gate = gate_capture(GOOD, tmp_path / "good.csv")
+    code, out, err = _check(decoder, gate)
+    assert code == 0, out + err
+    # One summary line about what a gate capture does not hold, no warning per metric.
+    said = [ln for ln in (out + err).splitlines() if "not in a gate capture" in ln]
+    assert len(said) == 1 and said[0].startswith("warning: gate capture:")
+    assert out.startswith("perfgate check PASSED: 45 passed (45 baselined kernels)")
+    report = run_check(CheckRequest((str(decoder),), (str(gate),)))
+    states = {c.state for r in report.results for v in r.verdicts for c in v.comparisons}
+    assert State.MISSING_METRIC not in states
+    skipped = [
+        c for r in report.results for v in r.verdicts for c in v.comparisons
+        if c.state is State.SKIPPED
+    ]  # fmt: skip
+    assert skipped and all(c.message == NOT_IN_GATE for c in skipped)
+    names = {c.metric for c in skipped}
+    assert {"global_load_efficiency", "l2_sectors"} <= names
+    assert "duration" not in names and "instructions_executed" not in names
+
+
+def test_the_same_capture_without_a_gate_sidecar_is_incomplete(
+    tmp_path: Path, decoder: Path
+) -> None:
+    """Without the sidecar the dropped counters are missing, as for any capture by hand."""
+    gate = gate_capture(GOOD, tmp_path / "good.csv")
+    Path(f"{gate}.meta.json").unlink()
+    code, out, _ = _check(decoder, gate)
+    assert code == 1 and "incomplete" in out.splitlines()[0]
+
+
+def test_gate_fails_a_real_regression_and_diagnosis_restores_the_finding(
+    tmp_path: Path, decoder: Path
+) -> None:
+    code, full_out, _ = _check(decoder, BAD)
+    assert code == 1
+    gate = gate_capture(BAD, tmp_path / "bad.csv")
+    code, gate_out, _ = _check(decoder, gate)
+    assert code == 1
+    full_first, gate_first = _first(full_out), _first(gate_out)
+    assert FAILING in full_first and FAILING in gate_first
+    kind = full_first.split(": ")[1].split(":")[0]  # "More work"
+    assert kind == "More work" and gate_first.split(": ")[1].startswith(kind)
+    assert "l2_sectors" not in gate_first  # not in a gate capture
+    diag = diagnosis_capture(BAD, tmp_path / "bad.diagnosis.csv", [FAILING])
+    code, merged_out, _ = _check(decoder, gate, diag)
+    assert code == 1
+    merged_first = _first(merged_out)
+    assert merged_first == full_first  # the finding and lever as good as a full capture's
+    # The diagnosis launches count for nothing: program time and kernel counts are the gate's.
+    assert (
+        merged_out.splitlines()[0].split("program GPU time")[1]
+        == (gate_out.splitlines()[0].split("program GPU time")[1])
+    )
+    assert "0 new" not in merged_out and "33 new" in merged_out.splitlines()[0]
+
+
+def test_a_diagnosis_capture_alone_is_refused(tmp_path: Path, decoder: Path) -> None:
+    diag = diagnosis_capture(BAD, tmp_path / "bad.diagnosis.csv", [FAILING])
+    code, _, err = _check(decoder, diag)
+    assert code == 2
+    assert "only completes a gate capture" in err and "Traceback" not in err
+
+
+def test_a_bad_phase_in_a_sidecar_is_one_message(tmp_path: Path, decoder: Path) -> None:
+    gate = gate_capture(GOOD, tmp_path / "good.csv")
+    sidecar(gate, "fast")
+    code, _, err = _check(decoder, gate)
+    assert code == 2 and "phase must be one of gate, diagnosis, full" in err
+    assert str(gate) in err and "Traceback" not in err
+
+
+# --- cache control in the fingerprint -------------------------------------------------------
+
+
+def test_cache_control_mismatch_warns_like_clock_control() -> None:
+    blocking, warnings = differences(
+        Fingerprint(gpu="G", cache_control="none"), Fingerprint(gpu="G", cache_control="all")
+    )
+    assert not blocking
+    assert warnings == [
+        "the capture used ncu --cache-control all, the baseline none: memory traffic (DRAM and "
+        "L2 bytes) and durations are not comparable (capture with the baseline's cache "
+        "control, or record it again)"
+    ]
+    assert differences(Fingerprint(gpu="G"), Fingerprint(gpu="G", cache_control="all")) == (
+        [],
+        [],
+    )
+
+
+def test_cache_control_is_recorded_and_a_mismatch_warned_in_check(
+    tmp_path: Path, decoder: Path
+) -> None:
+    runs = []
+    for i in (1, 2, 3):
+        run = tmp_path / f"run{i}.csv"
+        run.write_bytes(
+            gzip.decompress((FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz").read_bytes())
+        )
+        sidecar(run, "full", cache_control="none")
+        runs += ["-c", str(run)]
+    base = tmp_path / "none.yaml"
+    proc = perfgate("baseline", "record", *runs, "-o", str(base))
+    assert proc.returncode == 0, proc.stderr
+    assert "cache_control: none" in base.read_text()
+    assert load_baseline(str(base)).gpu.cache_control == "none"
+    gate = gate_capture(GOOD, tmp_path / "good.csv")  # cache_control: all
+    code, out, err = _check(base, gate)
+    assert code == 0
+    assert "--cache-control all, the baseline none" in out + err
+
+
+# --- perfgate capture with the stand-in ncu ---------------------------------------------------
+
+
+def _env(tmp_path: Path, gate_csv: Path, diag_csv: Path | None = None) -> dict[str, str]:
+    env = {
+        "FAKE_NCU_VERSION": str(TEXTS / "ncu-version.txt"),
+        "FAKE_NCU_LOG": str(TEXTS / "zoo-capture-1.csv.log"),
+        "FAKE_NCU_CSV": str(gate_csv),
+        "FAKE_NCU_ARGV_ALL": str(tmp_path / "argv"),
+    }
+    if diag_csv is not None:
+        env["FAKE_NCU_CSV_DIAGNOSIS"] = str(diag_csv)
+    return env
+
+
+def _run(baseline: Path, out: Path, env: dict[str, str], *more: str) -> tuple[int, str, str]:
+    proc = perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU, *more,
+                    "--", sys.executable, "-c", "print('program output')", env=env)  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _runs(tmp_path: Path) -> list[list[str]]:
+    return [ln.split("\x1f") for ln in (tmp_path / "argv").read_text().splitlines()]
+
+
+def test_auto_capture_of_a_passing_build_is_the_gate_alone(tmp_path: Path, decoder: Path) -> None:
+    source = gate_capture(GOOD, tmp_path / "src.csv")
+    out = tmp_path / "cap.csv"
+    code, stdout, err = _run(decoder, out, _env(tmp_path, source))
+    assert code == 0, err
+    runs = _runs(tmp_path)
+    assert len(runs) == 1  # no diagnosis
+    metrics = _option(tuple(runs[0]), "--metrics").split(",")
+    assert all(in_gate_set(m) or m == "device__attribute_display_name" for m in metrics)
+    meta = json.loads(Path(f"{out}.meta.json").read_text())
+    assert meta["phase"] == "gate" and meta["cache_control"] == "all"
+    assert meta["clock_control"] == "none"
+    assert meta["launches"] == 27 and meta["kernels"] == len(meta["passes_per_kernel"])
+    assert set(meta["passes_per_kernel"].values()) == {9}  # the replayed log's own figures
+    assert isinstance(meta["wall_s"], float)
+    assert (
+        f"gate capture: {meta['kernels']} kernel(s), 27 launch(es), 9 passes per kernel, " in stdout
+    )
+    assert "diagnosis: none needed (the gate check passed)" in stdout
+    assert not Path(tmp_path / "cap.diagnosis.csv").exists()
+
+
+def test_auto_capture_of_a_regression_adds_the_diagnosis(tmp_path: Path, decoder: Path) -> None:
+    gate_src = gate_capture(BAD, tmp_path / "src.csv")
+    diag_src = diagnosis_capture(BAD, tmp_path / "src-diag.csv", [FAILING])
+    out = tmp_path / "cap.csv"
+    code, stdout, err = _run(decoder, out, _env(tmp_path, gate_src, diag_src))
+    assert code == 0, err  # the capture worked; the check gates
+    first, second = _runs(tmp_path)
+    assert _option(tuple(second), "--kernel-name").startswith("regex:^(")
+    assert FAILING in _option(tuple(second), "--kernel-name")
+    assert "--launch-count" in second
+    assert len(_option(tuple(second), "--metrics")) > len(_option(tuple(first), "--metrics"))
+    diag = tmp_path / "cap.diagnosis.csv"
+    meta = json.loads(Path(f"{diag}.meta.json").read_text())
+    assert meta["phase"] == "diagnosis"
+    assert json.loads(Path(f"{out}.meta.json").read_text())["diagnosis"] == diag.name
+    assert "; diagnosis: " in stdout and "gate capture: " in stdout
+    # check -c GATE merges the linked diagnosis; -c GATE -c DIAGNOSIS the same.
+    _, full_out, _ = _check(decoder, BAD)
+    for captures in ((out,), (out, diag)):
+        code, merged, _ = _check(decoder, *captures)
+        assert code == 1 and _first(merged) == _first(full_out)
+
+
+def test_full_phase_is_todays_single_capture(tmp_path: Path, decoder: Path) -> None:
+    out = tmp_path / "cap.csv"
+    source = tmp_path / "src.csv"
+    source.write_bytes(gzip.decompress(GOOD.read_bytes()))
+    code, stdout, err = _run(decoder, out, _env(tmp_path, source), "--phases", "full")
+    # The field capture holds the stalls of another family than the capture asks for: a full
+    # capture checks every gated metric came back, as before (exit 2, named).
+    assert code == 2 and "gated metric(s) came back absent" in err
+    assert json.loads(Path(f"{out}.meta.json").read_text())["phase"] == "full"
+    assert "full capture: " in stdout and "diagnosis" not in stdout
+    runs = _runs(tmp_path)
+    assert len(runs) == 1
+    metrics = set(_option(tuple(runs[0]), "--metrics").split(","))
+    assert any(not in_gate_set(m) for m in metrics)
+
+
+def test_a_baseline_is_not_recorded_from_a_gate_capture(tmp_path: Path) -> None:
+    gate = gate_capture(GOOD, tmp_path / "good.csv")
+    out = tmp_path / "b.yaml"
+    proc = perfgate("baseline", "record", "-c", str(gate), "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.startswith(f"perfgate: error: {gate}: a gate capture holds only")
+    assert "--phases full" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_auto_capture_whose_gate_check_cannot_run_keeps_the_capture(
+    tmp_path: Path, decoder: Path
+) -> None:
+    """A capture from another GPU than the baseline's: the check refuses it; the capture
+    stands, the summary says why there is no diagnosis, and check says the rest."""
+    text = gzip.decompress(GOOD.read_bytes()).decode().replace("NVIDIA H100 80GB HBM3", "GPU X")
+    source = tmp_path / "other.csv"
+    source.write_text(text)
+    out = tmp_path / "cap.csv"
+    code, stdout, err = _run(decoder, out, _env(tmp_path, source))
+    assert code == 0, err
+    assert "diagnosis: none (the gate check could not run (" in stdout
+    assert out.exists() and not (tmp_path / "cap.diagnosis.csv").exists()
+
+
+def test_zoo_gate_finds_every_failing_kernel_and_the_pair_every_expected_metric(
+    tmp_path: Path,
+) -> None:
+    """The zoo's regressed build on an H100 (tests/data/h100, real captures): its gate capture
+    (SYNTHETIC, derived) fails the same kernels a full capture fails, and the gate capture with
+    the diagnosis capture of those kernels regresses every metric tests/zoo/expectations.py
+    expects, as the full capture does."""
+    from tests.zoo.expectations import unmet
+
+    h100 = ROOT / "tests" / "data" / "h100"
+    base = tmp_path / "zoo.yaml"
+    runs = [a for i in (1, 2, 3) for a in ("-c", str(h100 / f"zoo-good-short-run{i}.csv"))]
+    assert perfgate("baseline", "record", *runs, "-o", str(base)).returncode == 0
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(gzip.compress((h100 / "zoo-bad-short-run1.csv").read_bytes()))
+
+    def judged(*captures: Path) -> tuple[dict[str, set[str]], set[str]]:
+        report = tmp_path / "r.json"
+        args = [a for c in captures for a in ("-c", str(c))]
+        proc = perfgate("check", "-b", str(base), *args, "--json", str(report))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        failed: dict[str, set[str]] = {}
+        kernels = json.loads(report.read_text())["results"][0]["kernels"]
+        for kernel in kernels:
+            for c in kernel["comparisons"]:
+                if c["state"] == "regressed":
+                    failed.setdefault(kernel["kernel"], set()).add(c["metric"])
+        return failed, {k["kernel"] for k in kernels if k["state"] == "regressed"}
+
+    full, full_kernels = judged(h100 / "zoo-bad-short-run1.csv")
+    assert unmet(full) == []
+    gate = gate_capture(bad, tmp_path / "gate.csv")
+    _, gate_kernels = judged(gate)
+    assert gate_kernels == full_kernels and len(gate_kernels) == 8
+    diag = diagnosis_capture(bad, tmp_path / "gate.diagnosis.csv", sorted(gate_kernels))
+    merged, _ = judged(gate, diag)
+    assert unmet(merged) == []
+
+
+def test_the_diagnosis_capture_never_replaces_an_input(tmp_path: Path, decoder: Path) -> None:
+    baseline = tmp_path / "cap.diagnosis.csv"  # a baseline where the diagnosis would go
+    baseline.write_bytes(decoder.read_bytes())
+    source = gate_capture(GOOD, tmp_path / "src.csv")
+    code, _, err = _run(baseline, tmp_path / "cap.csv", _env(tmp_path, source))
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"perfgate: error: {baseline}") and "input" in err
+    assert baseline.read_bytes() == decoder.read_bytes()
+    assert not (tmp_path / "cap.csv").exists()
