@@ -59,8 +59,8 @@ from perfgate.metrics.measure import (
     rule_speedups,
 )
 from perfgate.metrics.names import absent_note
-from perfgate.metrics.program import time_in
 from perfgate.metrics.passes import NOT_IN_GATE, in_gate_set
+from perfgate.metrics.program import time_in
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program, recorded_time
