@@ -402,3 +402,24 @@ def test_the_diagnosis_capture_never_replaces_an_input(tmp_path: Path, decoder: 
     assert err.startswith(f"perfgate: error: {baseline}") and "input" in err
     assert baseline.read_bytes() == decoder.read_bytes()
     assert not (tmp_path / "cap.csv").exists()
+
+
+def test_a_real_diagnosis_capture_is_merged_though_ncu_printed_its_names_bare(
+    decoder: Path,
+) -> None:
+    """tests/data/field/twophase: a real `--phases auto` pair from an H100, whose diagnosis
+    capture ncu wrote with kernel names stripped of namespaces. Its metrics complete the gate
+    capture's failing kernels (the merge once left them unused: "no kernel of the diagnosis
+    capture ... is in ..."), and its launches count for nothing."""
+    pair = FIELD / "twophase"
+    gate, diag = pair / "hf-decoder-regressed.csv", pair / "hf-decoder-regressed.diagnosis.csv"
+    assert "at::" not in diag.read_text() and "at::" in gate.read_text()
+    code, alone, _ = _check(decoder, gate)  # the gate sidecar links its diagnosis capture
+    assert code == 1
+    assert "its metrics were not used" not in alone
+    first = _first(alone)
+    assert FAILING in first and first.split(": ")[1].startswith("More work")
+    assert "l2_sectors" in first  # from the diagnosis capture: not in the gate set
+    code, both, _ = _check(decoder, gate, diag)
+    assert code == 1 and _first(both) == first
+    assert "45 baselined kernels" in both.splitlines()[0]

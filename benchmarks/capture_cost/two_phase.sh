@@ -111,6 +111,11 @@ for w in $WORKLOADS; do
   fi
   capture "$w" "auto ($r)" "$r" "$WORK/$w-regressed.csv" auto || fail "$w: auto capture of $r"
   [ -f "$WORK/$w-regressed.diagnosis.csv" ] || fail "$w: no diagnosis capture of $r"
+  # The pair as written, for a look at what the check merged (KEEP=1).
+  if [ -n "${KEEP:-}" ]; then
+    tar czf "$OUT/$w-regressed.tar.gz" -C "$WORK" "$w-regressed.csv" "$w-regressed.csv.meta.json" \
+      "$w-regressed.diagnosis.csv" "$w-regressed.diagnosis.csv.meta.json" 2>>"$LOG"
+  fi
   "$PY" -m perfgate check -b "$WORK/$w.yaml" -c "$WORK/$w-regressed.csv" \
     >"$OUT/check-$w-regressed.txt" 2>&1
   rc=$?

@@ -145,6 +145,18 @@ def normalise(name: str) -> str:
     return _INDUCTOR.sub(r"\1_#", text)
 
 
+def unqualified(name: str) -> str:
+    """normalise(name) without any namespace or class qualifier: a diagnosis capture's names,
+    which ncu printed without them (`--kernel-name-base function` and `--launch-count` on ncu
+    2025.3.1, H100: `void vectorized_gather_kernel<16, long>(char *, ...)` where the gate
+    capture of the same program printed `void at::native::vectorized_gather_kernel<...`).
+
+    >>> unqualified("void at::native::k<at::<unnamed>::F<long>>(int)")
+    'void k<F<long>>(int)'
+    """
+    return _QUALIFIER.sub("", normalise(name).replace("<unnamed>::", ""))
+
+
 def _template_arguments(text: str) -> list[str]:
     """The top-level template arguments of `name<...>` (the first '<' group)."""
     start = text.find("<")

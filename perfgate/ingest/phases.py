@@ -18,6 +18,7 @@ from pathlib import Path
 from perfgate.common.errors import CaptureError
 from perfgate.ingest.launches import Capture, Launch, Value, merge
 from perfgate.ingest.meta import DIAGNOSIS, GATE, read_meta
+from perfgate.ingest.names import unqualified
 
 _Key = tuple[str, object, object]
 
@@ -71,16 +72,26 @@ def _mean(values: list[Value]) -> Value:
 def fold_diagnosis(main: Capture, diagnosis: Capture) -> Capture:
     """`main` with the metrics it lacks taken from the diagnosis launches of the same kernel
     (name and shape, else name): the mean of those launches, for every launch of the kernel."""
+    # By name as printed, else without qualifiers: ncu printed a diagnosis capture's names
+    # without namespaces where the gate capture had them (names.unqualified).
     by_key: dict[_Key, list[Launch]] = {}
     by_name: dict[str, list[Launch]] = {}
     for la in diagnosis.launches:
-        by_key.setdefault((la.name, la.grid, la.block), []).append(la)
-        by_name.setdefault(la.name, []).append(la)
+        bare = unqualified(la.name)
+        for name in dict.fromkeys((la.name, bare)):
+            by_key.setdefault((name, la.grid, la.block), []).append(la)
+            by_name.setdefault(name, []).append(la)
     extra = diagnosis.columns - main.columns
     launches: list[Launch] = []
     used: set[str] = set()
     for la in main.launches:
-        donors = by_key.get((la.name, la.grid, la.block)) or by_name.get(la.name)
+        bare = unqualified(la.name)
+        donors = (
+            by_key.get((la.name, la.grid, la.block))
+            or by_key.get((bare, la.grid, la.block))
+            or by_name.get(la.name)
+            or by_name.get(bare)
+        )
         if not donors:
             launches.append(la)
             continue
