@@ -20,6 +20,7 @@ from perfgate.common.fileio import (
     append_regular,
     check_outputs,
     locked,
+    remove_own_files,
     remove_stale,
     write_text_atomic,
 )
@@ -275,10 +276,16 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", verdict.kernel)[:60]
             name = f"{target.stem}.{len(names) + 1}.{safe}.svg"
             chart = svg.stall_chart(
-                f"{verdict.kernel}: stall shares", c.baseline_shares, c.current_shares
+                f"{verdict.kernel}: stall shares",
+                c.baseline_shares,
+                c.current_shares,
+                report=target.name,
             )
             write_text_atomic(target.with_name(name), chart)
             names[verdict.kernel] = name
+    # An earlier run's charts this run did not write again would read as this run's.
+    own = re.compile(re.escape(target.stem) + r"\.[0-9]+\.[A-Za-z0-9_.-]+\.svg")
+    remove_own_files(target.parent, own, names.values(), svg.chart_mark(target.name))
     return names
 
 
