@@ -291,7 +291,7 @@ def remove_own_files(
     first 4 KiB hold `mark`, the line perfgate writes into each such file; never another file
     that happens to be named like them. Each removal is one unlink; what cannot be read or
     removed is left. Returns the names removed."""
-    kept, removed = set(keep), []
+    kept, removed = set(keep), list[str]()
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -309,7 +309,7 @@ def remove_own_files(
             finally:
                 os.close(fd)
             if mark.encode("utf-8") in head:
-                os.unlink(entry.path)
+                Path(entry.path).unlink()
                 removed.append(entry.name)
         except OSError:
             continue

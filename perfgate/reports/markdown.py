@@ -40,8 +40,8 @@ from perfgate.reports.format import (
     value,
 )
 from perfgate.reports.markup import cell, code
-from perfgate.reports.svg import BASELINE_COLOUR, CURRENT_COLOUR
 from perfgate.reports.summary import status_line
+from perfgate.reports.svg import BASELINE_COLOUR, CURRENT_COLOUR
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
 ICON = {
@@ -128,6 +128,7 @@ class Pictures:
 
 # The charts' two colours named where GitHub's mermaid has no legend (emoji of those colours).
 LEGEND = "🟦 baseline · 🟧 current"
+_CHART_CARD, _CHART_TEXT = "#ffffff", "#1f2328"
 
 
 def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
@@ -143,12 +144,27 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
         labels += [f'"{name} baseline {b:.1f}"', f'"{name} current {a:.1f}"']
         then += [f"{b:.1f}", "0"]
         now += ["0", f"{a:.1f}"]
-    # Mermaid titles are quoted strings: keep them to safe characters.
-    title = "".join(ch for ch in kernel if ch.isalnum() or ch in "_:.- ")[:60]
+    # Mermaid titles are quoted strings: keep them to safe characters (others, < > and the
+    # like, which would be dropped as markup or end the string, become spaces).
+    title = " ".join(
+        "".join(ch if ch.isalnum() or ch in "_:.-,()" else " " for ch in kernel).split()
+    )[:60]
+    # Mermaid's dark theme would draw it on grey with light text: the chart is a white card
+    # in both of GitHub's themes, as the SVG charts are. Its value axis starts a few pixels
+    # right of the plot's edge: a third, untitled bar series of zeros in the card's colour,
+    # drawn last, covers that strip, so no row shows a stub of the other side's zero.
+    text = {
+        f"{part}Color": _CHART_TEXT
+        for part in (
+            "title", "legendText", "dataLabel", "xAxisTitle", "xAxisLabel", "xAxisTick",
+            "xAxisLine", "yAxisTitle", "yAxisLabel", "yAxisTick", "yAxisLine",
+        )
+    }  # fmt: skip
+    palette = f"{BASELINE_COLOUR}, {CURRENT_COLOUR}, {_CHART_CARD}"
     config = {
         "xyChart": {"width": 720, "height": 90 + 28 * len(labels), "showLegend": True},
         "themeVariables": {
-            "xyChart": {"plotColorPalette": f"{BASELINE_COLOUR}, {CURRENT_COLOUR}"}
+            "xyChart": {"backgroundColor": _CHART_CARD, **text, "plotColorPalette": palette}
         },
     }
     return (
@@ -158,7 +174,8 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
         f"    x-axis [{', '.join(labels)}]\n"
         '    y-axis "share of stalls (%)" 0 --> 100\n'
         f'    bar "baseline" [{", ".join(then)}]\n'
-        f'    bar "current" [{", ".join(now)}]\n```\n'
+        f'    bar "current" [{", ".join(now)}]\n'
+        f"    bar [{', '.join('0' for _ in labels)}]\n```\n"
     )
 
 
