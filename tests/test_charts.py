@@ -155,3 +155,40 @@ def test_a_rerun_keeps_the_charts_it_writes_again(tmp_path: Path, bad: Report) -
     assert sorted(p.name for p in tmp_path.glob("report.*.svg")) == first
     for name in re.findall(r"\]\(([^)]+\.svg)\)", target.read_text()):
         assert (tmp_path / name).is_file()
+
+
+def test_mermaid_rows_stay_apart_when_reasons_filter_to_one_name() -> None:
+    """Mermaid draws categories of one name in one row: reasons that differ only in characters
+    the chart leaves out still get a row each."""
+    chart = _mermaid("k", {"a<b": 10.0, "ab": 10.0, "a>b": 10.0}, {"a<b": 5.0, "ab": 5.0})
+    labels = re.search(r"x-axis \[([^\]]*)\]", chart)
+    assert labels is not None
+    rows = re.findall(r'"([^"]*)"', labels.group(1))
+    assert len(rows) == 6 and len(set(rows)) == 6, rows
+
+
+def test_a_check_that_fails_on_its_input_leaves_no_chart_of_the_earlier_run(
+    tmp_path: Path,
+) -> None:
+    """The CLI: a re-run whose capture is unusable writes a markdown that says so, and the
+    earlier run's charts, which would read as this run's, are gone."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "report.md"
+
+    def run(capture: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "perfgate", "check", "-b", str(ZOO), "-c", str(capture),
+             "--markdown", str(target)],
+            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+        )  # fmt: skip
+
+    assert run(data("zoo-bad-short-run1.csv")).returncode == 1
+    assert len(list(tmp_path.glob("report.*.svg"))) >= 3
+    broken = tmp_path / "broken.csv"
+    broken.write_text("not a capture\n")
+    proc = run(broken)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("report.*.svg"))
+    assert "broken.csv" in target.read_text()

@@ -137,9 +137,13 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
     the other's rows, since mermaid draws a category's bars on top of each other)."""
     reasons = by_share(before, after)[:6]
     labels, then, now = [], [], []
+    names: set[str] = set()
     for r in reasons:
         # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
         name = "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40]
+        # Mermaid draws categories of one name in one row: each reason keeps a name of its own.
+        name = next(n for i in range(len(names) + 1) if (n := name + "-" * i) not in names)
+        names.add(name)
         b, a = before.get(r, 0.0), after.get(r, 0.0)
         labels += [f'"{name} baseline {b:.1f}"', f'"{name} current {a:.1f}"']
         then += [f"{b:.1f}", "0"]
