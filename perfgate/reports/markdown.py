@@ -154,9 +154,9 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
         "".join(ch if ch.isalnum() or ch in "_:.-,()" else " " for ch in kernel).split()
     )[:60]
     # Mermaid's dark theme would draw it on grey with light text: the chart is a white card
-    # in both of GitHub's themes, as the SVG charts are. Its value axis starts a few pixels
-    # right of the plot's edge: a third, untitled bar series of zeros in the card's colour,
-    # drawn last, covers that strip, so no row shows a stub of the other side's zero.
+    # in both of GitHub's themes, as the SVG charts are. The value axis has no tick labels (each
+    # row says its value): mermaid pads the axis by half the widest tick label, which starts
+    # the bars a few pixels right of the plot's edge and shows the other side's zero as a stub.
     text = {
         f"{part}Color": _CHART_TEXT
         for part in (
@@ -164,9 +164,14 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
             "xAxisLine", "yAxisTitle", "yAxisLabel", "yAxisTick", "yAxisLine",
         )
     }  # fmt: skip
-    palette = f"{BASELINE_COLOUR}, {CURRENT_COLOUR}, {_CHART_CARD}"
+    palette = f"{BASELINE_COLOUR}, {CURRENT_COLOUR}"
     config = {
-        "xyChart": {"width": 720, "height": 90 + 28 * len(labels), "showLegend": True},
+        "xyChart": {
+            "width": 720,
+            "height": 80 + 28 * len(labels),
+            "showLegend": True,
+            "yAxis": {"showLabel": False, "showTick": False},
+        },
         "themeVariables": {
             "xyChart": {"backgroundColor": _CHART_CARD, **text, "plotColorPalette": palette}
         },
@@ -178,8 +183,7 @@ def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float
         f"    x-axis [{', '.join(labels)}]\n"
         '    y-axis "share of stalls (%)" 0 --> 100\n'
         f'    bar "baseline" [{", ".join(then)}]\n'
-        f'    bar "current" [{", ".join(now)}]\n'
-        f"    bar [{', '.join('0' for _ in labels)}]\n```\n"
+        f'    bar "current" [{", ".join(now)}]\n```\n'
     )
 
 
