@@ -55,7 +55,7 @@ def stall_chart(
     reasons = by_share(before, after)
     reasons = [r for r in reasons if max(before.get(r, 0.0), after.get(r, 0.0)) >= 0.5][:top]
     row = 2 * _BAR + _GAP
-    height = 62 + row * len(reasons) + 12
+    height = 54 + row * len(reasons) + 4
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="12">',
