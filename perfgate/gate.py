@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from perfgate.common.fileio import (
     append_regular,
     check_outputs,
     locked,
+    remove_own_files,
     remove_stale,
     write_text_atomic,
 )
@@ -287,11 +288,26 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", verdict.kernel)[:60]
             name = f"{target.stem}.{len(names) + 1}.{safe}.svg"
             chart = svg.stall_chart(
-                f"{verdict.kernel}: stall shares", c.baseline_shares, c.current_shares
+                f"{verdict.kernel}: stall shares",
+                c.baseline_shares,
+                c.current_shares,
+                report=target.name,
             )
             write_text_atomic(target.with_name(name), chart)
             names[verdict.kernel] = name
     return names
+
+
+def _remove_earlier_charts(markdown_path: str, names: Iterable[str]) -> None:
+    """An earlier run's charts beside the markdown that this run did not write again would
+    read as this run's: removed once the markdown that no longer names them is in place (so
+    the markdown at that path never names a chart that is gone). Only perfgate's charts of
+    this markdown file: its naming pattern and its mark (svg.chart_mark)."""
+    from perfgate.reports import svg
+
+    target = Path(markdown_path)
+    own = re.compile(re.escape(target.stem) + r"\.[0-9]+\.[A-Za-z0-9_.-]+\.svg")
+    remove_own_files(target.parent, own, names, svg.chart_mark(target.name))
 
 
 def write_reports(report: Report, outputs: ReportOutputs) -> None:
@@ -304,8 +320,10 @@ def write_reports(report: Report, outputs: ReportOutputs) -> None:
     if outputs.json:
         write_text_atomic(outputs.json, json_report.render(report))
     if outputs.markdown:
-        pictures = markdown.Pictures(svg=_pictures(report, outputs.markdown))
+        charts = _pictures(report, outputs.markdown)
+        pictures = markdown.Pictures(svg=charts)
         write_text_atomic(outputs.markdown, markdown.render(report, pictures))
+        _remove_earlier_charts(outputs.markdown, charts.values())
     full = outputs.markdown or outputs.json or outputs.junit
     if outputs.pr_comment:
         text = markdown.render(

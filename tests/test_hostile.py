@@ -586,7 +586,7 @@ def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:
 
     chart = _mermaid("k", {'x"]\n```\n@everyone': 50.0}, {"wait": 10.0})
     assert chart.count("```") == 2 and chart.endswith("```\n")
-    assert "@everyone" not in chart and '"xeveryone"' in chart
+    assert "@everyone" not in chart and '"xeveryone baseline 50.0"' in chart
 
 
 def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:

@@ -231,7 +231,7 @@ def test_markdown_explains_each_regressed_kernel(zoo_report: Report) -> None:
     before, after = stall.baseline_shares["drain"], stall.current_shares["drain"]
     assert before < 1 and after > 40
     assert f"| drain | {before:.1f}% | {after:.1f}% |" in block  # the stall breakdown
-    assert "```mermaid\nxychart-beta" in block  # a picture GitHub draws
+    assert "```mermaid\n%%{init: " in block and "\nxychart-beta horizontal\n" in block
     # The metric table: the regressed counter with both values, change and bound.
     assert re.search(
         r"\| <code>l2&#95;atomic&#95;requests</code> \| 131,072 → 4,194,304 \| x32\.0 \| "

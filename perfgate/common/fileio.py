@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import signal
 import stat
@@ -279,6 +280,40 @@ def remove_stale(path: str | Path) -> None:
         target = Path(os.path.realpath(path))
         if stat.S_ISREG(target.stat().st_mode):
             target.unlink()
+
+
+def remove_own_files(
+    folder: str | Path, name: re.Pattern[str], keep: Iterable[str], mark: str
+) -> list[str]:
+    """Remove, from `folder`, the files an earlier run of perfgate wrote that this run did not
+    write again: those whose name matches `name` (in full), that are not in `keep`, that are
+    regular files themselves (a symbolic link, and what it points to, is left alone) and whose
+    first 4 KiB hold `mark`, the line perfgate writes into each such file; never another file
+    that happens to be named like them. Each removal is one unlink; what cannot be read or
+    removed is left. Returns the names removed."""
+    kept, removed = set(keep), list[str]()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name in kept or not name.fullmatch(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(entry.path, flags | getattr(os, "O_CLOEXEC", 0))
+            try:
+                head = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            finally:
+                os.close(fd)
+            if mark.encode("utf-8") in head:
+                Path(entry.path).unlink()
+                removed.append(entry.name)
+        except OSError:
+            continue
+    return removed
 
 
 # How long an edit waits for another perfgate run editing the same file.

@@ -17,6 +17,7 @@ rest out with a pointer to the full report.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from perfgate.reports.format import (
 )
 from perfgate.reports.markup import cell, code
 from perfgate.reports.summary import status_line
+from perfgate.reports.svg import BASELINE_COLOUR, CURRENT_COLOUR
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
 ICON = {
@@ -124,22 +126,64 @@ class Pictures:
     svg: Mapping[str, str] | None = None
 
 
+# The charts' two colours named where GitHub's mermaid has no legend (emoji of those colours).
+LEGEND = "🟦 baseline · 🟧 current"
+_CHART_CARD, _CHART_TEXT = "#ffffff", "#1f2328"
+
+
 def _mermaid(kernel: str, before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """Grouped horizontal bars: per stall reason a baseline row and a current row, each
+    labelled with its value, in the two colours of the SVG charts (two series, each zero on
+    the other's rows, since mermaid draws a category's bars on top of each other)."""
     reasons = by_share(before, after)[:6]
-    # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
-    labels = ", ".join(
-        '"' + "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40] + '"' for r in reasons
-    )
-    now = ", ".join(f"{after.get(r, 0.0):.1f}" for r in reasons)
-    then = ", ".join(f"{before.get(r, 0.0):.1f}" for r in reasons)
-    # Mermaid titles are quoted strings: keep them to safe characters.
-    title = "".join(ch for ch in kernel if ch.isalnum() or ch in "_:.- ")[:60]
+    labels, then, now = [], [], []
+    names: set[str] = set()
+    for r in reasons:
+        # Reasons are a baseline's keys: inside the code fence only characters that cannot end it.
+        name = "".join(ch for ch in r if ch.isalnum() or ch in "_.-")[:40]
+        # Mermaid draws categories of one name in one row: each reason keeps a name of its own.
+        name = next(n for i in range(len(names) + 1) if (n := name + "-" * i) not in names)
+        names.add(name)
+        b, a = before.get(r, 0.0), after.get(r, 0.0)
+        labels += [f'"{name} baseline {b:.1f}"', f'"{name} current {a:.1f}"']
+        then += [f"{b:.1f}", "0"]
+        now += ["0", f"{a:.1f}"]
+    # Mermaid titles are quoted strings: keep them to safe characters (others, < > and the
+    # like, which would be dropped as markup or end the string, become spaces).
+    title = " ".join(
+        "".join(ch if ch.isalnum() or ch in "_:.-,()" else " " for ch in kernel).split()
+    )[:60]
+    # Mermaid's dark theme would draw it on grey with light text: the chart is a white card
+    # in both of GitHub's themes, as the SVG charts are. The value axis has no tick labels (each
+    # row says its value): mermaid pads the axis by half the widest tick label, which starts
+    # the bars a few pixels right of the plot's edge and shows the other side's zero as a stub.
+    text = {
+        f"{part}Color": _CHART_TEXT
+        for part in (
+            "title", "legendText", "dataLabel", "xAxisTitle", "xAxisLabel", "xAxisTick",
+            "xAxisLine", "yAxisTitle", "yAxisLabel", "yAxisTick", "yAxisLine",
+        )
+    }  # fmt: skip
+    palette = f"{BASELINE_COLOUR}, {CURRENT_COLOUR}"
+    config = {
+        "xyChart": {
+            "width": 720,
+            "height": 80 + 28 * len(labels),
+            "showLegend": True,
+            "yAxis": {"showLabel": False, "showTick": False},
+        },
+        "themeVariables": {
+            "xyChart": {"backgroundColor": _CHART_CARD, **text, "plotColorPalette": palette}
+        },
+    }
     return (
-        "```mermaid\nxychart-beta\n"
-        f'    title "{title}: stall shares (bars: current, line: baseline)"\n'
-        f"    x-axis [{labels}]\n"
+        f"```mermaid\n%%{{init: {json.dumps(config)}}}%%\n"
+        "xychart-beta horizontal\n"
+        f'    title "{title}: stall shares"\n'
+        f"    x-axis [{', '.join(labels)}]\n"
         '    y-axis "share of stalls (%)" 0 --> 100\n'
-        f"    bar [{now}]\n    line [{then}]\n```\n"
+        f'    bar "baseline" [{", ".join(then)}]\n'
+        f'    bar "current" [{", ".join(now)}]\n```\n'
     )
 
 
@@ -159,6 +203,8 @@ def _stall_section(kernel: str, comps: list[Comparison], pictures: Pictures) -> 
         f"| {cell(r)} | {before.get(r, 0.0):.1f}% | {after.get(r, 0.0):.1f}% |\n" for r in reasons
     ]
     lines.append("\n")
+    if pictures.svg is None:
+        lines.append(f"Chart: {LEGEND}\n\n")
     if pictures.svg is not None and kernel in pictures.svg:
         lines.append(
             f"![stall shares of {cell(kernel)}, baseline and current]({pictures.svg[kernel]})\n\n"
