@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from perfgate.identity.families import family_of  # noqa: E402
 from perfgate.identity.grouping import KernelKey, group_launches  # noqa: E402
 from perfgate.ingest import read_capture  # noqa: E402
-from perfgate.lifecycle.calibrate import FLOORS, K, KernelNoise  # noqa: E402
+from perfgate.lifecycle.calibrate import FLOORS, VARIES_SPREAD, K, KernelNoise  # noqa: E402
 from perfgate.metrics.catalog import (  # noqa: E402
     CATALOG_LIST,
     Aggregate,
@@ -144,9 +144,9 @@ def held_back_pairs() -> list[Pair]:
     these."""
     h100 = FIELD / "h100"
     pairs = [
-        Pair(f"H100 field {s} vs h100-e (held back)", "H100", w, _runs(h100 / s, w, n),
-             _runs(h100 / "h100-e", w, 1))
-        for s, n in (("h100-a", 3), ("h100-b", 2))
+        Pair(f"H100 field h100-a vs {s} (held back)", "H100", w, _runs(h100 / "h100-a", w, 3),
+             _runs(h100 / s, w, 1))
+        for s in ("h100-e", "h100-f")
         for w in FIELD_H100
     ]  # fmt: skip
     h200c = FIELD / "h200" / "h200-c"
@@ -505,7 +505,7 @@ def floor_needs(changes: Iterable[Change]) -> list[FloorNeed]:
         moved = c.delta if c.metric == "duration" else None
         if role_of(c.metric, c.duration_ns, moved) is Role.EVIDENCE:
             continue
-        varies = c.spread_a > 0
+        varies = c.spread_a >= VARIES_SPREAD
         floor = FLOORS[c.metric](KernelNoise(c.duration_ns, c.gpu, varies))
         # Time: the floor alone covers every cross-start change, since a baseline's runs can
         # agree within 0.1% on a start and the next start still move 3.5% (the cuDNN
