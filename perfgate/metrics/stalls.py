@@ -280,3 +280,26 @@ def cycles_from(family: StallFamily, raw: Value, issued_raw: Value) -> float | N
         # per instruction, far above any baseline that did issue, instead of "no value".
         issued = PCT_RESOLUTION / 2
     return value / issued
+
+
+# A check's stall metric that the capture cannot give because it holds another comparability
+# group of stall family (or none): every such metric of every kernel gets this one message,
+# and the check adds one warning that counts them (issue 25: 17 lines of 1,000 characters per
+# kernel before).
+FAMILY_MISMATCH = "stall family mismatch (see the warning)"
+
+
+def family_text(family: str | None, group: str) -> str:
+    """'per_warp_active counters', 'PC sampling', 'stall counters'."""
+    if group == "sampling":
+        return "PC sampling"
+    return f"{family} counters" if family else "stall counters"
+
+
+def family_mismatch(
+    recorded_group: str, columns: frozenset[str], cc: str | None
+) -> tuple[bool, StallFamily | None]:
+    """Whether the capture holds no stall family of `recorded_group`, and the family it holds
+    (None: none at all)."""
+    held = choose_family(columns, cc)
+    return held is None or held.group != recorded_group, held
