@@ -37,6 +37,10 @@ def _lists(path: Path) -> dict:
 
 
 def _run() -> None:
+    L = _lists(Path(__file__).with_name("lists.json"))
+    NCU = _tool("ncu")
+    _tool("nvcc")
+    _tool("nvidia-smi")
     OUT = Path(os.environ.get("OUT", "/tmp/out"))
     OUT.mkdir(parents=True, exist_ok=True)
     W = Path(os.environ.get("W", "/tmp/w13"))
@@ -44,10 +48,6 @@ def _run() -> None:
     FIX = W / "fixtures"
     FIX.mkdir(exist_ok=True)
     ROOT = Path(__file__).resolve().parents[2]
-    L = _lists(Path(__file__).with_name("lists.json"))
-    NCU = _tool("ncu")
-    _tool("nvcc")
-    _tool("nvidia-smi")
     res: dict = {"env": {}, "passes": {}, "walls": {}}
 
     def sh(name, cmd, **kw):
