@@ -32,9 +32,7 @@ def _run(args: list[str], path: Path, tmp_path: Path) -> subprocess.CompletedPro
 
 def _python(folder: Path) -> Path:
     """`python3` in `folder` is this interpreter (perfgate's dependencies at hand)."""
-    folder.mkdir(exist_ok=True)
-    (folder / "python3").symlink_to(sys.executable)
-    return folder
+    return _tools(folder, python3=f'exec "{sys.executable}" "$@"')
 
 
 def test_exp1_without_ncu_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -82,3 +80,22 @@ def test_exp3_with_a_failing_nvcc_exits_1(tmp_path: Path) -> None:
     proc = _run([bash, str(COST / "exp3.sh")], path, tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "exp3.sh: error: nvcc could not build tests/zoo/zoo.cu" in proc.stderr
+
+
+def test_exp3_names_every_command_that_should_have_worked_and_exits_1(tmp_path: Path) -> None:
+    """With a fake nvcc that builds programs doing nothing and tests/fake_ncu.py (no replay
+    set up, so each capture fails), every capture, check and doctor run that must succeed is
+    named, the error-text runs that must fail are not, and the exit code is 1."""
+    bash = shutil.which("bash")
+    assert bash
+    build = 'while [ $# -gt 0 ]; do [ "$1" = -o ] && printf "#!/bin/sh\\n" > "$2" && chmod +x "$2"; shift; done'
+    path = _tools(_python(tmp_path / "bin"), nvcc=build, **{"nvidia-smi": "exit 0"})
+    (path / "ncu").symlink_to(ROOT / "tests" / "fake_ncu.py")
+    proc = _run([bash, str(COST / "exp3.sh")], path, tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [line for line in proc.stderr.splitlines() if line.startswith("exp3.sh: FAILED")]
+    assert any("perfgate capture -b" in line and "zoo-capture-1.csv" in line for line in failed)
+    assert any("perfgate check -b" in line for line in failed)
+    assert not any("e-nokernels" in line or "e-exit3" in line for line in failed)  # must fail
+    assert "expected to fail, succeeded" not in proc.stderr
+    assert f"exp3.sh: {len(failed)} command(s) did not do what they should" in proc.stderr
