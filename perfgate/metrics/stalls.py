@@ -283,10 +283,16 @@ def cycles_from(family: StallFamily, raw: Value, issued_raw: Value) -> float | N
 
 
 # A check's stall metric that the capture cannot give because it holds another comparability
-# group of stall family (or none): every such metric of every kernel gets this one message,
-# and the check adds one warning that counts them (issue 25: 17 lines of 1,000 characters per
-# kernel before).
-FAMILY_MISMATCH = "stall family mismatch (see the warning)"
+# group of stall family (or none): every such metric of every kernel gets one message starting
+# so (mismatch_text), and the check adds one warning that counts them (issue 25: 16 lines of
+# 1,000 characters per kernel before).
+FAMILY_MISMATCH = "stall family mismatch: "
+
+
+def mismatch_text(family: str | None, group: str, held: StallFamily | None) -> str:
+    """'stall family mismatch: baseline per_warp_active counters, capture PC sampling'."""
+    now = family_text(held.name, held.group) if held else "no stall metrics"
+    return f"{FAMILY_MISMATCH}baseline {family_text(family, group)}, capture {now}"
 
 
 def family_text(family: str | None, group: str) -> str:

@@ -60,7 +60,7 @@ from perfgate.metrics.measure import (
 )
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.program import time_in
-from perfgate.metrics.stalls import FAMILY_MISMATCH, family_mismatch, family_text
+from perfgate.metrics.stalls import FAMILY_MISMATCH, family_mismatch, mismatch_text
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program, recorded_time
@@ -103,28 +103,21 @@ def _measure(
     return measure(metric.definition, launches, columns, metric.formula_group, metric.reasons, rows)
 
 
-def _family_warning(baseline: Baseline, capture: Capture, verdicts: Sequence[KernelVerdict]) -> str:
-    """One warning for every stall metric the capture's stall family could not give."""
+def _family_warning(verdicts: Sequence[KernelVerdict]) -> str:
+    """One warning for every stall metric the capture's stall family could not give: the
+    families (the metrics' own message), how many metrics of how many kernels, the lever."""
     hit = [
-        (v.kernel, c.metric)
+        (v.kernel, c.message)
         for v in verdicts
         for c in v.comparisons
-        if c.message == FAMILY_MISMATCH
+        if c.message.startswith(FAMILY_MISMATCH)
     ]
     if not hit:
         return ""
-    ids = {k for k, _ in hit}
-    metric = next(
-        m for k in baseline.kernels if k.id in ids for m in k.metrics if m.name == hit[0][1]
-    )
-    cc = next((la.cc for la in capture.launches if la.cc), None)
-    _, held = family_mismatch(metric.formula_group, capture.columns, cc)
-    now = family_text(held.name, held.group) if held else "no stall metrics"
-    kernels = f"{len(ids)} kernel" + ("s" if len(ids) != 1 else "")
+    kernels = len({k for k, _ in hit})
     return (
-        f"stall family mismatch: baseline {family_text(metric.family, metric.formula_group)}, "
-        f"capture {now}: {len(hit)} stall metrics of {kernels} not compared; "
-        "recapture with perfgate capture -b BASELINE"
+        f"{hit[0][1]}: {len(hit)} stall metrics of {kernels} kernel{'s' if kernels != 1 else ''}"
+        " not compared; recapture with perfgate capture -b BASELINE"
     )
 
 
@@ -142,10 +135,15 @@ def _compare_metric(
     if isinstance(measured, Unavailable):
         if defn.stall is not None and not measured.architecture:
             cc = next((la.cc for la in launches if la.cc), None)
-            if family_mismatch(metric.formula_group, capture.columns, cc)[0]:
+            other, held = family_mismatch(metric.formula_group, capture.columns, cc)
+            if other:
+                # The family is written on dominant_stall; the others share the fingerprint's.
+                fp = baseline.fingerprint
+                family = metric.family or (fp.stall_family if fp is not None else None)
+                message = mismatch_text(family, metric.formula_group, held)
                 return Comparison(
                     kernel.id, metric.name, State.MISSING_METRIC, metric.value,
-                    unit=defn.unit, message=FAMILY_MISMATCH,
+                    unit=defn.unit, message=message,
                 ), None  # fmt: skip
         message, state = measured.reason, State.SKIPPED
         if not measured.architecture:
@@ -821,7 +819,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     # Which GPU's launches this baseline judges was decided before (perfgate.baseline.selection).
     gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
-    mismatch = _family_warning(baseline, capture, verdicts)
+    mismatch = _family_warning(verdicts)
     if mismatch:
         warnings.append(mismatch)
     if settings.other_scope:
