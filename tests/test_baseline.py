@@ -237,6 +237,26 @@ def test_non_finite_numbers_are_refused_by_both_loaders(
     assert schema_errors(doc, "baseline.schema.json")
 
 
+def test_a_negative_configuration_duration_is_refused_by_both_loaders(tmp_path: Path) -> None:
+    """Found by tests/test_properties.py (configuration, -1.0): the fast document check vouched
+    for a negative `configurations[0].duration` that jsonschema refuses (minimum 0), so
+    `perfgate check` took a baseline that `perfgate baseline validate` refused."""
+    from perfgate.baseline.fastcheck import document_is_valid
+    from perfgate.common.schemas import schema_errors
+
+    text = _minimal(_DURATION).replace(
+        "  metrics:", "  configurations: [{runs: 1, duration: -1.0}]\n  metrics:"
+    )
+    doc = yaml.safe_load(text)
+    assert schema_errors(doc, "baseline.schema.json")
+    assert not document_is_valid(doc)
+    with pytest.raises(BaselineError) as err:
+        load_baseline(_write(tmp_path, text))
+    lines = err.value.lines()
+    assert len(lines) == 1, lines
+    assert "$.kernels[0].configurations[0].duration: -1.0 is less than the minimum of 0" in lines[0]
+
+
 def test_validate_and_check_refuse_a_nan_threshold(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perfgate.ingest import read_capture
@@ -7,7 +9,7 @@ from perfgate.ingest.launches import Launch
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure
 from perfgate.metrics.stalls import FAMILIES, FAMILY_BY_NAME, STALL_REASONS, stall_family_report
-from tests.conftest import DATA, ROOT, data
+from tests.conftest import DATA, H200_REAL, ROOT, cli_ok, data
 
 QUERY = ROOT.parent / "shared" / "reference" / "query_metrics_gh100.txt"
 FOUR = ("long_scoreboard", "wait", "short_scoreboard", "drain")
@@ -138,3 +140,46 @@ def test_latency_family_is_already_per_instruction() -> None:
                  launch.units, launch.device, launch.cc)  # fmt: skip
     m = measure(lookup("stall_cpi.drain"), [one], cols)
     assert isinstance(m, Measured) and m.value == 7.5 and m.family == "latency"
+
+
+def test_a_stall_family_mismatch_is_one_short_warning_not_a_line_per_metric(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: a baseline of stall counters (per_warp_active) checked against a capture of
+    PC sampling printed 17 lines of over 1,000 characters per kernel. It is one warning (the
+    mismatch, how many metrics it leaves out, the lever) under 200 characters, and each
+    kernel's stall metrics are one short line; every kernel is still incomplete (exit 1)."""
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from perfgate.cli import main
+    from tests.conftest import run_args
+
+    baseline = tmp_path / "zoo.yaml"
+    cli_ok("baseline", "record", *run_args("start2-zoo-good"), "-o", str(baseline))
+    real = (H200_REAL / "start2-zoo-good-run1.csv").read_text()
+    header = next(line for line in real.splitlines() if "Kernel Name" in line)
+    sampled = re.sub(
+        r"smsp__warp_issue_stalled_(\w+?)_per_warp_active\.pct",
+        r"smsp__pcsamp_warps_issue_stalled_\1",
+        header,
+    )
+    capture = tmp_path / "sampled.csv"
+    capture.write_text(real.replace(header, sampled, 1))
+    report = tmp_path / "r.json"
+    args = ["check", "-b", str(baseline), "-c", str(capture), "--json", str(report)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    warned = [line for line in lines if line.startswith("warning:")]
+    assert len(warned) == 1, warned
+    assert len(warned[0]) < 200, warned[0]
+    assert "stall" in warned[0] and "PC sampling" in warned[0] and "per_warp_active" in warned[0]
+    assert "160 stall metrics of 10 kernels" in warned[0]
+    assert "perfgate capture" in warned[0]  # the lever
+    assert all(len(line) < 300 for line in lines), max(lines, key=len)
+    assert len(lines) <= 2 + 2 * 10, result.output
+    kernels = json.loads(report.read_text())["results"][0]["kernels"]
+    assert all(k["state"] == "incomplete" for k in kernels)

@@ -162,7 +162,7 @@ def _configurations(c: Any) -> bool:
         and _count(one["runs"], 0)
         and all(_dim3(one[k]) for k in ("grid", "block") if k in one)
         and all(_count(one[k], 0) for k in ("registers", "shared_memory") if k in one)
-        and ("duration" not in one or _number(one["duration"]))
+        and ("duration" not in one or (_number(one["duration"]) and one["duration"] >= 0))
         for one in c
     )
 

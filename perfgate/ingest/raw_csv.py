@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from perfgate.common.errors import CaptureError
 from perfgate.common.frozen import maker
@@ -30,9 +30,6 @@ from perfgate.ingest.units import (
     normalise_unit,
     parse_number,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 KERNEL_NAME = "Kernel Name"
 IDENTITY = frozenset(
@@ -441,10 +438,10 @@ def read_raw_csv(
     The file is streamed: a first pass finds the CSV block, then pandas reads only the
     columns `wanted` selects, straight from the file. Neither the text of the file nor the
     columns a check does not need are held in memory, so a check against a `--set full`
-    capture of thousands of launches costs no more than reading it (docs/scale.md).
+    capture of thousands of launches costs no more than reading it (docs/scale.md). A file
+    of up to SMALL_ROWS launches is read with the csv module instead (pandas' fixed cost per
+    file dominates a check of many small files).
     """
-    import pandas as pd
-
     layout = _scan(open_binary, path, wanted)
     log = ncu_log.scan(layout.log_before)
     if layout.header is None:
@@ -480,6 +477,64 @@ def read_raw_csv(
 
     nvtx_columns, keep, usecols = _selection(header, wanted)
     units = dict(zip(header, layout.units, strict=True)) if layout.units else {}
+    table = _read_small(open_binary, layout, usecols) if layout.rows <= SMALL_ROWS else None
+    if table is None:
+        table = _read_pandas(open_binary, layout, usecols, path)
+    if not table or not len(next(iter(table.values()))):
+        raise CaptureError("the CSV has a header but no kernel launches", path)
+    warnings = log.warnings + log_after.warnings
+    return _to_capture(table, keep, units, header, nvtx_columns, warnings, path)
+
+
+# The fields of each launch row, column by column, as the file holds them (text).
+Table = dict[str, list[str]]
+# Up to this many launch rows, the cut rows are read with the csv module: pandas' read_csv
+# costs about 4 ms a call whatever the size, and its per-column unique() another 0.1 ms, which
+# made 1,500 files of a few dozen launches take 30 s (issue 23; docs/scale.md).
+SMALL_ROWS = 2000
+
+
+def _read_small(open_binary: Opener, layout: _Layout, usecols: list[str]) -> Table | None:
+    """The launch rows read with the csv module: the cut rows (plain ASCII, every field
+    quoted) or the file's own rows after the header (and units row). None where pandas reads
+    them: a blank line, a row of another field count, text that is not UTF-8; pandas then
+    gives the same table, or words the error."""
+    try:
+        if layout.cut is not None:
+            text = io.StringIO(layout.cut.decode("utf-8"), newline="")
+            return _columns(csv.reader(text), layout.rows, None, False)
+        with open_binary() as fh:
+            fh.seek(layout.header_offset)
+            wrapped = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+            return _columns(csv.reader(wrapped), layout.rows, usecols, bool(layout.units))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _columns(
+    reader: Iterator[list[str]], rows: int, usecols: list[str] | None, units: bool
+) -> Table | None:
+    names = next(reader, None)
+    if not names or len(set(names)) != len(names) or (units and next(reader, None) is None):
+        return None
+    wanted = set(usecols) if usecols is not None else None
+    picked = [(i, n) for i, n in enumerate(names) if wanted is None or n in wanted]
+    columns: Table = {n: [] for _, n in picked}
+    lists = [(i, columns[n]) for i, n in picked]
+    width = len(names)
+    for row in itertools.islice(reader, rows):
+        if len(row) != width:
+            return None  # a blank line or a broken row: pandas decides
+        for i, values in lists:
+            values.append(row[i])
+    if len(lists) and len(lists[0][1]) != rows:
+        return None
+    return columns
+
+
+def _read_pandas(open_binary: Opener, layout: _Layout, usecols: list[str], path: str) -> Table:
+    import pandas as pd
+
     try:
         if layout.cut is not None:
             # Only the kept fields, cut out of the rows by the scan: a tenth of the file.
@@ -512,10 +567,8 @@ def read_raw_csv(
         ) from exc
     except (pd.errors.ParserError, ValueError) as exc:
         raise CaptureError(f"the CSV cannot be parsed: {_first_line(exc)}", path) from exc
-    if not len(frame):
-        raise CaptureError("the CSV has a header but no kernel launches", path)
-    warnings = log.warnings + log_after.warnings
-    return _to_capture(frame, keep, units, header, nvtx_columns, warnings, path)
+    # tolist() once: iterating an Arrow-backed Series element by element is 10x slower.
+    return {str(c): frame[c].tolist() for c in frame.columns}
 
 
 def _selection(
@@ -550,36 +603,59 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _number_format(frame: pd.DataFrame, columns: list[str], path: str) -> NumberFormat:
-    evidence = FormatClue.NONE
+# What classify() and parse_number() said of a text, kept across the files of one check: the
+# runs of one program repeat most of their values (1,500 files: 900,000 calls, 2.5 s).
+_CLUES: dict[str, FormatClue] = {}
+_NUMBERS: dict[NumberFormat, dict[str, float | None]] = {f: {} for f in NumberFormat}
+_MEMO = 200_000  # texts kept of each, about 30 MB at most
+
+
+def _number_format(table: Table, columns: list[str], path: str) -> NumberFormat:
+    texts: set[str] = set()
     for col in columns:
-        for value in frame[col].unique():
-            evidence |= classify(str(value))
+        texts.update(table[col])
+    clues = _CLUES
+    if len(clues) > _MEMO:
+        clues.clear()
+    seen: set[FormatClue] = set()
+    for text in texts:
+        clue = clues.get(text)
+        if clue is None:
+            clue = clues[text] = classify(text)
+        seen.add(clue)
+    evidence = FormatClue.NONE
+    for clue in seen:
+        evidence |= clue
     decided = decide_format(evidence)
     if isinstance(decided, str):
         raise CaptureError(decided, path)
     return decided
 
 
-def _convert(values: pd.Series, unit: str, fmt: NumberFormat) -> tuple[list[Value], str]:
+def _convert(values: list[str], unit: str, fmt: NumberFormat) -> tuple[list[Value], str]:
     base, factor = normalise_unit(unit)
+    numbers = _NUMBERS[fmt]
+    if len(numbers) > _MEMO:
+        numbers.clear()
     table: dict[str, Value] = {}
-    for raw in values.unique():
-        text = str(raw).strip()
+    for raw in dict.fromkeys(values):
+        text = raw.strip()
         if text in MISSING:
             table[raw] = None
             continue
-        number = parse_number(text, fmt)
+        if text in numbers:
+            number = numbers[text]
+        else:
+            number = numbers[text] = parse_number(text, fmt)
         table[raw] = text if number is None else number * factor
-    # tolist() first: iterating an Arrow-backed Series element by element is 10x slower.
-    return [table[v] for v in values.tolist()], base
+    return [table[v] for v in values], base
 
 
 _new_launch = maker(Launch)
 
 
 def _to_capture(
-    frame: pd.DataFrame,
+    frame: Table,
     keep: list[str],
     units: dict[str, str],
     header: list[str],
@@ -593,24 +669,23 @@ def _to_capture(
     for col in keep:
         converted[col], base_units[col] = _convert(frame[col], units.get(col, ""), fmt)
     launches: list[Launch] = []
-    names = frame[KERNEL_NAME].tolist()
-    ids = frame["ID"].tolist()
-    blocks = frame["Block Size"].tolist() if "Block Size" in frame else [""] * len(frame)
-    grids = frame["Grid Size"].tolist() if "Grid Size" in frame else [""] * len(frame)
-    ccs = frame["CC"].tolist() if "CC" in frame else [""] * len(frame)
-    nvtx_values = [frame[c].tolist() for c in nvtx_columns]
+    names = frame[KERNEL_NAME]
+    ids = frame["ID"]
+    count = len(names)
+    blocks = frame["Block Size"] if "Block Size" in frame else [""] * count
+    grids = frame["Grid Size"] if "Grid Size" in frame else [""] * count
+    ccs = frame["CC"] if "CC" in frame else [""] * count
+    nvtx_values = [frame[c] for c in nvtx_columns]
     # Each launch's values as one row of the kept columns: dict(zip()) builds them in C.
     rows: Iterator[tuple[Value, ...]] = (
-        zip(*(converted[col] for col in keep), strict=True)
-        if keep
-        else itertools.repeat((), len(frame))
+        zip(*(converted[col] for col in keep), strict=True) if keep else itertools.repeat((), count)
     )
     # Launches repeat a few names and shapes: each is worked out once (a model's capture has
     # tens of thousands of launches of a few hundred kernels).
     functions: dict[str, str] = {}
     shapes: dict[str, Dim3 | None] = {}
     new_launch = _new_launch
-    for i, row in zip(range(len(frame)), rows, strict=True):
+    for i, row in zip(range(count), rows, strict=True):
         name = str(names[i])
         if len(name) > MAX_NAME:
             raise CaptureError(

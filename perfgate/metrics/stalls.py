@@ -280,3 +280,32 @@ def cycles_from(family: StallFamily, raw: Value, issued_raw: Value) -> float | N
         # per instruction, far above any baseline that did issue, instead of "no value".
         issued = PCT_RESOLUTION / 2
     return value / issued
+
+
+# A check's stall metric that the capture cannot give because it holds another comparability
+# group of stall family (or none): every such metric of every kernel gets one message starting
+# so (mismatch_text), and the check adds one warning that counts them (issue 25: 16 lines of
+# 1,000 characters per kernel before).
+FAMILY_MISMATCH = "stall family mismatch: "
+
+
+def mismatch_text(family: str | None, group: str, held: StallFamily | None) -> str:
+    """'stall family mismatch: baseline per_warp_active counters, capture PC sampling'."""
+    now = family_text(held.name, held.group) if held else "no stall metrics"
+    return f"{FAMILY_MISMATCH}baseline {family_text(family, group)}, capture {now}"
+
+
+def family_text(family: str | None, group: str) -> str:
+    """'per_warp_active counters', 'PC sampling', 'stall counters'."""
+    if group == "sampling":
+        return "PC sampling"
+    return f"{family} counters" if family else "stall counters"
+
+
+def family_mismatch(
+    recorded_group: str, columns: frozenset[str], cc: str | None
+) -> tuple[bool, StallFamily | None]:
+    """Whether the capture holds no stall family of `recorded_group`, and the family it holds
+    (None: none at all)."""
+    held = choose_family(columns, cc)
+    return held is None or held.group != recorded_group, held

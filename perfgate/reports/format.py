@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
@@ -117,6 +117,35 @@ def comparison_line(c: Comparison) -> str:
     return text
 
 
+def folded(comparisons: Sequence[Comparison]) -> list[tuple[str, int]]:
+    """comparison_line of each comparison, those without a value and with one message folded
+    into one line ('dominant_stall, stall_cpi.barrier and 14 more: MESSAGE'), with how many
+    comparisons each line stands for."""
+    groups: dict[str, list[Comparison]] = {}
+    order: list[Comparison | str] = []
+    for c in comparisons:
+        if c.current is None and c.message:
+            if c.message not in groups:
+                groups[c.message] = []
+                order.append(c.message)
+            groups[c.message].append(c)
+        else:
+            order.append(c)
+    lines: list[tuple[str, int]] = []
+    for item in order:
+        if not isinstance(item, str):
+            lines.append((comparison_line(item), 1))
+            continue
+        same = groups[item]
+        if len(same) == 1:
+            lines.append((comparison_line(same[0]), 1))
+            continue
+        names = ", ".join(c.metric for c in same[:2])
+        rest = f" and {len(same) - 2} more" if len(same) > 2 else ""
+        lines.append((f"{names}{rest}: {item}", len(same)))
+    return lines
+
+
 def evidence_text(cause: RootCause) -> str:
     parts = []
     for e in cause.evidence:
@@ -139,8 +168,8 @@ def headline(v: KernelVerdict) -> str:
         return f"{text}; try: {cause.lever}" if cause.lever else text
     failing = v.failing
     if failing:
-        first = comparison_line(failing[0])
-        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+        first, shown = folded(failing)[0]
+        more = f" (and {len(failing) - shown} more)" if len(failing) > shown else ""
         return first + more
     improved = [c for c in v.comparisons if c.state is State.IMPROVED]
     if improved:
@@ -200,11 +229,11 @@ def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
                     f"{pad}follows from it: "
                     + ", ".join(f"{c.metric} {change(c) or c.current}" for c in follows)
                 )
-    unexplained = list(v.unexplained())
-    if not v.causes and unexplained and headline(v).startswith(comparison_line(unexplained[0])):
+    unexplained = folded(list(v.unexplained()))
+    if not v.causes and unexplained and headline(v).startswith(unexplained[0][0]):
         unexplained = unexplained[1:]  # already the headline
-    for c in unexplained:
-        lines.append(f"{pad}{comparison_line(c)}")
+    for text, _ in unexplained:
+        lines.append(f"{pad}{text}")
     lines.extend(f"{pad}noted: {comparison_line(c)}" for c in noted(v))
     if v.state is not KernelState.PASS and v.captures:
         lines.append(f"{pad}in {', '.join(v.captures)}")

@@ -61,6 +61,7 @@ from perfgate.metrics.measure import (
 from perfgate.metrics.names import absent_note
 from perfgate.metrics.passes import NOT_IN_GATE, in_gate_set
 from perfgate.metrics.program import time_in
+from perfgate.metrics.stalls import FAMILY_MISMATCH, family_mismatch, mismatch_text
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program, recorded_time
@@ -103,6 +104,24 @@ def _measure(
     return measure(metric.definition, launches, columns, metric.formula_group, metric.reasons, rows)
 
 
+def _family_warning(verdicts: Sequence[KernelVerdict]) -> str:
+    """One warning for every stall metric the capture's stall family could not give: the
+    families (the metrics' own message), how many metrics of how many kernels, the lever."""
+    hit = [
+        (v.kernel, c.message)
+        for v in verdicts
+        for c in v.comparisons
+        if c.message.startswith(FAMILY_MISMATCH)
+    ]
+    if not hit:
+        return ""
+    kernels = len({k for k, _ in hit})
+    return (
+        f"{hit[0][1]}: {len(hit)} stall metrics of {kernels} kernel{'s' if kernels != 1 else ''}"
+        " not compared; recapture with perfgate capture -b BASELINE"
+    )
+
+
 def _compare_metric(
     kernel: KernelBaseline,
     metric: MetricBaseline,
@@ -115,6 +134,18 @@ def _compare_metric(
     defn = metric.definition
     measured = _measure(metric, launches, capture.columns, rows)
     if isinstance(measured, Unavailable):
+        if defn.stall is not None and not measured.architecture:
+            cc = next((la.cc for la in launches if la.cc), None)
+            other, held = family_mismatch(metric.formula_group, capture.columns, cc)
+            if other:
+                # The family is written on dominant_stall; the others share the fingerprint's.
+                fp = baseline.fingerprint
+                family = metric.family or (fp.stall_family if fp is not None else None)
+                message = mismatch_text(family, metric.formula_group, held)
+                return Comparison(
+                    kernel.id, metric.name, State.MISSING_METRIC, metric.value,
+                    unit=defn.unit, message=message,
+                ), None  # fmt: skip
         message, state = measured.reason, State.SKIPPED
         if capture.gate and not measured.architecture and _outside_gate(measured.needed):
             # Left to the diagnosis capture: a real result, never a silent pass.
@@ -816,6 +847,9 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     # Which GPU's launches this baseline judges was decided before (perfgate.baseline.selection).
     gpu = baseline.gpu.gpu
     warnings = list(capture.warnings) + list(settings.extra_warnings) + list(baseline.warnings)
+    mismatch = _family_warning(verdicts)
+    if mismatch:
+        warnings.append(mismatch)
     if settings.other_scope:
         warnings.append(settings.other_scope)
     if capture.gate and (summary := _gate_summary(verdicts)):

@@ -278,6 +278,10 @@ def baselines() -> dict[str, str | bytes]:
         # `.nan` passes every comparison: a threshold of it could never regress.
         "nan-threshold.yaml": minimal.replace("max: 16}", "max: 16, threshold: {relative: .nan}}"),
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
+        # Found by tests/test_properties.py: the fast check vouched for a negative duration.
+        "negative-configuration-duration.yaml": minimal.replace(
+            "  metrics:", "  configurations: [{runs: 1, duration: -1.0}]\n  metrics:"
+        ),
         # A fingerprint's scope that is not text (issue 25).
         "scope-not-text.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, scope: [1]}\n",
         # A fingerprint's cache control that is not text (issue 24).
