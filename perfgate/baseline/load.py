@@ -508,9 +508,10 @@ def _check_line_breaks(text: str, name: str) -> None:
         at = text.find(ch)
         if at >= 0:
             line = text.count("\n", 0, at) + 1
+            column = at - (text.rfind("\n", 0, at) + 1) + 1
             raise _problem(
                 name,
-                f"line {line}: a {what} character; a baseline breaks lines with \\n only "
+                f"{line}:{column}: a {what} character; a baseline breaks lines with \\n only "
                 "(inside a string, write it escaped in double quotes)",
             )
 

@@ -134,7 +134,9 @@ def _compare_metric(
     defn = metric.definition
     measured = _measure(metric, launches, capture.columns, rows)
     if isinstance(measured, Unavailable):
-        if defn.stall is not None and not measured.architecture:
+        # A gate capture holds no stall counters by design: left to the diagnosis capture
+        # below, not a family mismatch.
+        if defn.stall is not None and not measured.architecture and not capture.gate:
             cc = next((la.cc for la in launches if la.cc), None)
             other, held = family_mismatch(metric.formula_group, capture.columns, cc)
             if other:
