@@ -18,7 +18,7 @@ rest out with a pointer to the full report.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from perfgate.causes.changes import ChangeFinding
@@ -351,23 +351,24 @@ def render(
             )
         )
     if folded:
-        sections.append((
-            f"<details><summary>{counted(len(folded), 'more kernel')} that changed"
-            "</summary>\n\n" + HEADER,
-            [row(v) for v in folded],
-            lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
-        ))  # fmt: skip
+        sections.append(_folded(f"{counted(len(folded), 'more kernel')} that changed", folded))
     if details:
         sections.append(("", details, lambda n: f"*{counted(n, 'more kernel')} not shown.*\n\n"))
     if quiet:
-        sections.append((
-            f"<details><summary>{len(quiet)} kernel{'s' if len(quiet) != 1 else ''} passed, "
-            "new or skipped</summary>\n\n" + HEADER,
-            [row(v) for v in quiet],
-            lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
-        ))  # fmt: skip
+        sections.append(_folded(f"{counted(len(quiet), 'kernel')} passed, new or skipped", quiet))
     closing = {i for i, (opening, _, _) in enumerate(sections) if opening.startswith("<details>")}
     return _fit(head, sections, budget, full_report, closing=closing)
+
+
+def _folded(
+    summary: str, verdicts: Sequence[KernelVerdict]
+) -> tuple[str, list[str], Callable[[int], str]]:
+    """A kernel table under a fold that names what it holds (render closes the fold)."""
+    return (
+        f"<details><summary>{summary}</summary>\n\n" + HEADER,
+        [row(v) for v in verdicts],
+        lambda n: f"| … | {counted(n, 'more kernel')} not shown | |\n",
+    )
 
 
 def _fit(
