@@ -10,6 +10,8 @@ import pytest
 
 from perfgate.lifecycle.calibrate import (
     FLOORS,
+    TIME_FLOOR_LONG,
+    TIME_FLOOR_POINTS,
     KernelNoise,
     calibrate,
     floor_for,
@@ -50,7 +52,8 @@ def test_the_floors_are_those_docs_noise_md_gives() -> None:
      ("NVIDIA H100 80GB HBM3", 6, (0.08 + 0.055) / 2), ("NVIDIA H100 80GB HBM3", 10, 0.055),
      ("NVIDIA H100 80GB HBM3", 15, (0.055 + 0.04) / 2), ("NVIDIA H100 80GB HBM3", 20, 0.04),
      ("NVIDIA H100 80GB HBM3", 2000, 0.04), ("NVIDIA H200", 2, 0.08),
-     ("NVIDIA H200", 10, 0.11), ("NVIDIA H200", 15, (0.11 + 0.055) / 2),
+     ("NVIDIA H200", 6, (0.08 + 0.11) / 2), ("NVIDIA H200", 10, 0.11),
+     ("NVIDIA H200", 15, (0.11 + 0.055) / 2),
      ("NVIDIA H200", 2000, 0.055), ("NVIDIA B200", 2000, 0.055), (None, 10, 0.11)],
 )  # fmt: skip
 def test_the_time_floor_follows_the_kernels_duration_and_gpu(
@@ -59,6 +62,7 @@ def test_the_time_floor_follows_the_kernels_duration_and_gpu(
     for metric in ("duration", "total_time"):
         assert FLOORS[metric](KernelNoise(us * 1000, gpu)).relative == pytest.approx(floor)
     assert time_floor(us * 1000, gpu).absolute == 0.0
+    assert TIME_FLOOR_POINTS["H100"][-1][1] == TIME_FLOOR_LONG
 
 
 def test_an_unknown_duration_takes_the_kinds_widest_floor() -> None:
@@ -78,7 +82,8 @@ def test_a_count_whose_recorded_runs_differ_is_not_exact() -> None:
     cal = calibrate(lookup("instructions_executed"), [1000.0, 1005.0, 1002.0], 5e4)
     assert cal.relative == pytest.approx(0.025)
     assert calibrate(lookup("instructions_executed"), [1e3, 1e3, 1e3], 5e4).relative == 0.01
-    # An nvjet GEMM's 0.05% between runs is not "differ": it keeps the 1% floor.
+    # 0.1% exactly differs; an nvjet GEMM's 0.05% between runs does not: it keeps the 1%.
+    assert calibrate(lookup("instructions_executed"), [1e3, 1e3 + 1, 1e3], 5e4).relative == 0.025
     assert calibrate(lookup("instructions_executed"), [1e4, 1e4 + 5, 1e4], 5e4).relative == 0.01
 
 
