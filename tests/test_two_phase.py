@@ -475,6 +475,31 @@ def test_a_bad_time_basis_in_a_baseline_is_one_message(tmp_path: Path, decoder: 
     assert err.startswith(f"perfgate: error: {base}") and "time_basis" in err
 
 
+def test_two_phase_ci_records_its_baseline_from_three_gate_captures(
+    tmp_path: Path, decoder: Path
+) -> None:
+    """docs/capture.md's recipe with the stand-in ncu: `perfgate capture --phases gate` three
+    times (each writing a SYNTHETIC gate capture derived from a real h100-a run, and its
+    sidecar), then `baseline record`: basis gate, and a later gate capture's time is judged."""
+    runs = []
+    for i in (1, 2, 3):
+        source = gate_capture(
+            FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz", tmp_path / f"src{i}.csv"
+        )
+        out = tmp_path / f"run{i}.csv"
+        code, _, err = _run(decoder, out, _env(tmp_path, source), "--phases", "gate")
+        assert code == 0, err
+        assert json.loads(Path(f"{out}.meta.json").read_text())["phase"] == "gate"
+        runs += ["-c", str(out)]
+    base = tmp_path / "gate.yaml"
+    proc = perfgate("baseline", "record", *runs, "-o", str(base))
+    assert proc.returncode == 0, proc.stderr
+    assert load_baseline(str(base)).gpu.time_basis == "gate"
+    report = run_check(CheckRequest((str(base),), (str(gate_capture(GOOD, tmp_path / "g.csv")),)))
+    times = _time_comparisons(report)
+    assert times and not any(c.state is State.SKIPPED for c in times)
+
+
 def test_auto_capture_whose_gate_check_cannot_run_keeps_the_capture(
     tmp_path: Path, decoder: Path
 ) -> None:
@@ -581,3 +606,8 @@ def test_a_real_diagnosis_capture_is_merged_though_ncu_printed_its_names_bare(
     code, both, _ = _check(decoder, gate, diag)
     assert code == 1 and _first(both) == first
     assert "45 baselined kernels" in both.splitlines()[0]
+
+
+def test_baseline_diff_shows_a_changed_time_basis(decoder: Path, gate_decoder: Path) -> None:
+    proc = perfgate("baseline", "diff", str(decoder), str(gate_decoder))
+    assert "fingerprint time_basis: full -> gate" in proc.stdout, proc.stdout + proc.stderr
