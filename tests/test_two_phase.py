@@ -611,3 +611,12 @@ def test_a_real_diagnosis_capture_is_merged_though_ncu_printed_its_names_bare(
 def test_baseline_diff_shows_a_changed_time_basis(decoder: Path, gate_decoder: Path) -> None:
     proc = perfgate("baseline", "diff", str(decoder), str(gate_decoder))
     assert "fingerprint time_basis: full -> gate" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_gate_capture_with_its_diagnosis_is_of_the_gate_basis(gate_decoder: Path) -> None:
+    """The real pair (tests/data/field/twophase): the diagnosis capture the gate capture's
+    sidecar links lends metrics only; the durations are the gate capture's, judged against a
+    baseline of gate captures (SYNTHETIC, derived from h100-a)."""
+    code, out, err = _check(gate_decoder, FIELD / "twophase" / "hf-decoder-regressed.csv")
+    assert code == 1 and OTHER_BASIS not in out + err
+    assert _first(out).startswith(f"  REGRESSED   {FAILING}")
