@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,6 +104,7 @@ def run_check(request: CheckRequest) -> Report:
                 report_new_kernels=request.report_new_kernels,
                 extra_warnings=a.warnings,
                 other_scope=a.other_scope,
+                other_basis=a.other_basis,
             ),
         )
         for a in plan.assignments
@@ -136,6 +137,24 @@ def check_kept_text(option: str, value: str | None) -> None:
             )
 
 
+def _one_time_basis(paths: Sequence[str]) -> None:
+    """Captures of one record share a time basis: a gate capture's durations run 2-4% longer
+    than a full capture's (docs/capture.md), so files of both would give a baseline whose
+    durations match neither."""
+    from perfgate.baseline.fingerprint import bases_of
+    from perfgate.ingest.meta import FULL, GATE, read_meta
+
+    bases = bases_of(paths, {p: read_meta(p) for p in paths})
+    if len(bases) > 1:
+        raise UsageError(
+            f"gate captures ({', '.join(bases[GATE])}) and full captures "
+            f"({', '.join(bases[FULL])}) in one record: their durations differ by 2-4% "
+            "(docs/capture.md); record the baseline from captures of the same phase (all "
+            "perfgate capture --phases gate, or all --phases full)",
+            bases[GATE][0],
+        )
+
+
 def run_record(request: RecordRequest) -> RecordResult:
     from perfgate.lifecycle.record import record
 
@@ -150,15 +169,7 @@ def run_record(request: RecordRequest) -> RecordResult:
         )
     capture = read_captures(request.capture_files)
     if capture.gate:
-        from perfgate.ingest.meta import GATE, read_meta
-
-        gate_file = next((p for p in capture.paths if read_meta(p).phase == GATE), None)
-        raise UsageError(
-            "a gate capture holds only the one-pass gate set (its sidecar says so): a baseline "
-            "recorded from it would gate nothing else; record from a full capture (perfgate "
-            "capture --phases full)",
-            gate_file,
-        )
+        _one_time_basis(capture.paths)
     check_values(capture)
     result = record(capture, request.settings)
     write_text_atomic(request.output, dump_baseline(result.baseline))

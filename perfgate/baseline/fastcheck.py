@@ -246,7 +246,10 @@ def _program(p: Any) -> bool:
 
 
 _FINGERPRINT_TEXTS = ("gpu", "cc", "ncu", "driver", "clock_control", "cache_control", "scope")
-_FINGERPRINT_KEYS = frozenset({*_FINGERPRINT_TEXTS, "stall_family", "stall_reasons", "metrics"})
+_FINGERPRINT_KEYS = frozenset(
+    {*_FINGERPRINT_TEXTS, "stall_family", "stall_reasons", "metrics", "time_basis"}
+)
+_TIME_BASES = frozenset({"gate", "full"})
 _PROVENANCE_TEXTS = ("recorded_at", "recorded_by", "updated_at", "updated_by")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -286,6 +289,8 @@ def _fingerprint(f: Any) -> bool:
     if not all(_text_or_null(f[k]) for k in _FINGERPRINT_TEXTS if k in f):
         return False
     if "stall_family" in f and not isinstance(f["stall_family"], str):
+        return False
+    if "time_basis" in f and f["time_basis"] not in _TIME_BASES:
         return False
     return all(_strings(f[k]) for k in ("stall_reasons", "metrics") if k in f)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfgate.common.errors import UsageError
 from perfgate.ingest.launches import Capture, Launch
-from perfgate.ingest.meta import CaptureMeta, read_meta
+from perfgate.ingest.meta import FULL, GATE, CaptureMeta, read_meta, time_basis
 from perfgate.ingest.scope import ALL
 from perfgate.ingest.scope import differ as scope_differs
 
@@ -39,6 +39,10 @@ class Fingerprint:
     # Which launches the captures hold (perfgate.ingest.scope: ncu's launch filters); None:
     # unknown. Launch counts compare only within one scope.
     scope: str | None = None
+    # The metric set whose durations the baseline holds (perfgate.ingest.meta.time_basis):
+    # "gate" (recorded from `perfgate capture --phases gate`) or "full" (absent: full).
+    # Durations compare only between captures of one basis (docs/capture.md).
+    time_basis: str = FULL
 
     @property
     def key(self) -> GpuKey:
@@ -72,6 +76,8 @@ def to_document(fp: Fingerprint) -> dict[str, Any]:
         doc["cache_control"] = fp.cache_control
     if fp.scope is not None:
         doc["scope"] = fp.scope
+    if fp.time_basis != FULL:
+        doc["time_basis"] = fp.time_basis
     if fp.stall_family is not None:
         doc["stall_family"] = fp.stall_family
         doc["stall_reasons"] = list(fp.stall_reasons)
@@ -94,6 +100,7 @@ def from_document(doc: Mapping[str, Any] | None, provenance: Mapping[str, Any]) 
             stall_family=doc.get("stall_family"),
             stall_reasons=tuple(doc.get("stall_reasons") or ()),
             scope=doc.get("scope"),
+            time_basis=doc.get("time_basis") or FULL,
         )
     gpu = provenance.get("gpu")
     if isinstance(gpu, Mapping):
@@ -143,8 +150,24 @@ def of_capture(
         clock_control=_agreed([m.clock_control for m in chosen], "clock control", notes),
         cache_control=_agreed([m.cache_control for m in chosen], "cache control", notes),
         scope=_scope(files, metas, notes),
+        time_basis=_basis(files, metas),
     )
     return fp, notes
+
+
+def _basis(files: Sequence[str], metas: Mapping[str, CaptureMeta]) -> str:
+    """The files' time basis: gate when every file is a gate capture, else full. (A check of
+    files of both bases compares their durations with neither: record refuses them.)"""
+    bases = {time_basis(metas[p]) if p in metas else FULL for p in files}
+    return GATE if bases == {GATE} else FULL
+
+
+def bases_of(files: Sequence[str], metas: Mapping[str, CaptureMeta]) -> dict[str, list[str]]:
+    """The capture files by time basis (gate, full), in their order."""
+    out: dict[str, list[str]] = {}
+    for p in files:
+        out.setdefault(time_basis(metas[p]) if p in metas else FULL, []).append(p)
+    return out
 
 
 def _scope(files: Sequence[str], metas: Mapping[str, CaptureMeta], notes: list[str]) -> str | None:
@@ -173,6 +196,20 @@ def scope_difference(baseline: Fingerprint, capture: Fingerprint) -> str | None:
         ": launch counts (launches, total_time) are compared only between captures of one "
         "scope; capture with the baseline's launch filters, or record the baseline again"
     )
+
+
+def basis_difference(baseline: Fingerprint, capture: Fingerprint) -> str | None:
+    """Why the capture's durations cannot be compared with the baseline's (another metric set:
+    a gate capture's short kernels run 2-4% longer than a full capture's); None when they can."""
+    if baseline.time_basis == capture.time_basis:
+        return None
+    return OTHER_BASIS
+
+
+OTHER_BASIS = (
+    "durations of a gate capture and of a full capture differ by 2-4% (docs/capture.md): "
+    "record the baseline from captures of the same phase"
+)
 
 
 def _scoped(scope: str | None) -> str:
@@ -211,6 +248,7 @@ def for_record(
         clock_control=fp.clock_control,
         cache_control=fp.cache_control,
         scope=fp.scope,
+        time_basis=fp.time_basis,
         metrics=tuple(sorted(m for m in set(read_metrics) if m in columns)),
         stall_family=stall_family,
         stall_reasons=tuple(stall_reasons),

@@ -15,6 +15,7 @@ from pathlib import Path
 from perfgate.baseline.fingerprint import (
     Fingerprint,
     GpuKey,
+    basis_difference,
     by_gpu,
     describe_gpu,
     differences,
@@ -70,6 +71,9 @@ class Assignment:
     # Why the capture's launch counts are not comparable with the baseline's (another
     # scope: perfgate.baseline.fingerprint.scope_difference); "" when they are.
     other_scope: str = ""
+    # Why the capture's durations are not comparable with the baseline's (another time basis:
+    # a gate capture against a full one, perfgate.baseline.fingerprint.basis_difference).
+    other_basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,10 @@ def assign(
             _, differ = differences(b.gpu, fp)
             extra = warnings[b.path] + differ + disagreements
             other_scope = scope_difference(b.gpu, fp) or ""
-            assignments.append(Assignment(b, _only(capture, mine), tuple(extra), other_scope))
+            other_basis = basis_difference(b.gpu, fp) or ""
+            assignments.append(
+                Assignment(b, _only(capture, mine), tuple(extra), other_scope, other_basis)
+            )
         elif was_named or len(baselines) == 1:
             assignments.append(Assignment(b, _only(capture, []), tuple(warnings[b.path])))
         else:

@@ -53,6 +53,14 @@ class CaptureMeta:
     diagnosis: str | None = None
 
 
+def time_basis(meta: CaptureMeta) -> str:
+    """The metric set a capture's durations were measured under: GATE for a gate capture (its
+    sidecar says phase gate), else FULL (a full perfgate capture, or one made by hand). The
+    set changes the durations: a gate capture's short kernels run 2-4% longer (docs/capture.md),
+    so durations compare only between captures of one basis."""
+    return GATE if meta.phase == GATE else FULL
+
+
 def sidecar_path(capture_path: str) -> Path:
     return Path(capture_path + SUFFIX)
 

@@ -50,7 +50,7 @@ from perfgate.lifecycle.program import record_program
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
 from perfgate.metrics.thresholds import ThresholdOverride
-from perfgate.verdicts.check import SCOPED_METRICS, CheckSettings, check
+from perfgate.verdicts.check import SCOPED_METRICS, TIME_METRICS, CheckSettings, check
 from perfgate.verdicts.model import CheckResult, KernelVerdict
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
@@ -231,7 +231,7 @@ def _moved(verdict: KernelVerdict) -> dict[str, float | str]:
 
 
 def _fresh(
-    baseline: Baseline, capture: Capture, other_scope: str = ""
+    baseline: Baseline, capture: Capture, other_scope: str = "", other_basis: str = ""
 ) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline], _Classes]:
     """The check of the captures against the baseline, each baselined kernel recorded afresh
     from the launches the check gave it (with the metrics the file gates for it), and the
@@ -240,8 +240,11 @@ def _fresh(
     its recorded work (its match gets `work:`), and its other classes as entries of their own,
     taken with it (never pooled: the next check would split them again)."""
     result = check(
-        baseline, capture, CheckSettings(report_new_kernels=True, other_scope=other_scope)
+        baseline,
+        capture,
+        CheckSettings(report_new_kernels=True, other_scope=other_scope, other_basis=other_basis),
     )
+    dropped = _dropped(other_scope, other_basis)
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
     fresh: dict[str, KernelBaseline] = {}
@@ -259,7 +262,7 @@ def _fresh(
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, entry.id, names, capture)
         if kernel is not None:
-            fresh[entry.id] = _in_scope(kernel) if other_scope else kernel
+            fresh[entry.id] = _in_scope(kernel, dropped)
     cc = next((la.cc for la in capture.launches if la.cc), None)
     taken = {k.id for k in baseline.kernels}
     ids = new_ids([g.key for g in matching.unclaimed], taken)
@@ -269,14 +272,14 @@ def _fresh(
             group, ids[group.key], default_metrics(capture.columns, cc), capture
         )
         if kernel is not None:
-            added.append(_in_scope(kernel) if other_scope else kernel)
+            added.append(_in_scope(kernel, dropped))
     class_ids = new_ids([g.key for _, g in others], taken | set(ids.values()))
     classes: _Classes = {}
     for entry, group in others:
         names = [m.name for m in entry.metrics]
         kernel, _ = record_kernel(group, class_ids[group.key], names, capture)
         if kernel is not None:
-            kernel = _in_scope(kernel) if other_scope else kernel
+            kernel = _in_scope(kernel, dropped)
             classes.setdefault(entry.id, []).append(kernel)
     return result, fresh, added, classes
 
@@ -285,21 +288,36 @@ def _fresh(
 _Classes = dict[str, list[KernelBaseline]]
 
 
-def _for_gpu(baseline: Baseline, capture: Capture) -> tuple[Capture, str]:
+def _for_gpu(baseline: Baseline, capture: Capture) -> tuple[Capture, str, str]:
     """The captures' launches on the baseline's GPU (launches from another GPU are refused:
-    a baseline takes values from its own GPU only), and why their launch counts do not
-    compare with the baseline's ("" when they do)."""
+    a baseline takes values from its own GPU only), why their launch counts do not compare
+    with the baseline's, and why their durations do not (another time basis: a gate capture
+    against a baseline of full captures); "" when they do."""
     plan = assign([baseline], [True], capture)
-    return plan.assignments[0].capture, plan.assignments[0].other_scope
+    a = plan.assignments[0]
+    return a.capture, a.other_scope, a.other_basis
 
 
-def _in_scope(kernel: KernelBaseline) -> KernelBaseline:
-    """A kernel recorded from a capture of another scope less its launch counts: they are
-    not the baseline's to take (the ratchet, accept and update leave them as they are)."""
+def _dropped(other_scope: str, other_basis: str) -> frozenset[str]:
+    """The metrics a capture of another scope or time basis does not give the baseline."""
+    out: set[str] = set()
+    if other_scope:
+        out.update(SCOPED_METRICS)
+    if other_basis:
+        out.update(TIME_METRICS)
+    return frozenset(out)
+
+
+def _in_scope(kernel: KernelBaseline, dropped: frozenset[str]) -> KernelBaseline:
+    """A kernel recorded from a capture of another scope less its launch counts, of another
+    time basis less its durations: they are not the baseline's to take (the ratchet, accept
+    and update leave them as they are)."""
+    if not dropped:
+        return kernel
     return replace(
         kernel,
-        launches=None,
-        metrics=tuple(m for m in kernel.metrics if m.name not in SCOPED_METRICS),
+        launches=None if "launches" in dropped else kernel.launches,
+        metrics=tuple(m for m in kernel.metrics if m.name not in dropped),
     )
 
 
@@ -327,8 +345,8 @@ def plan_accept(
     that regressed or went missing, take the values of the captures."""
     for pattern in patterns:
         user_patterns.checked(pattern, "--kernel")
-    capture, other_scope = _for_gpu(baseline, capture)
-    result, fresh, added, classes = _fresh(baseline, capture, other_scope)
+    capture, other_scope, other_basis = _for_gpu(baseline, capture)
+    result, fresh, added, classes = _fresh(baseline, capture, other_scope, other_basis)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -354,7 +372,8 @@ def plan_accept(
             f"no kernel {what}: nothing to accept (perfgate check shows what changed)",
             baseline.path,
         )
-    program = record_program(capture) if not other_scope else None  # a sum over launches
+    # A sum over launches of their durations: of another scope or time basis, not taken.
+    program = record_program(capture) if not (other_scope or other_basis) else None
     return EditPlan(tuple(edits), None, tuple(left), result, program)
 
 
@@ -371,13 +390,13 @@ def plan_update(
     add_new: bool = True,
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept."""
-    capture, other_scope = _for_gpu(baseline, capture)
+    capture, other_scope, other_basis = _for_gpu(baseline, capture)
     if not ratchet and baseline.gpu.scope is None:
         # A baseline of unknown scope (recorded before scopes were kept) is re-recorded whole
         # by an update, launch counts and the captures' scope with them. A ratchet takes only
         # improvements, and fewer launches of another scope are none.
         other_scope = ""
-    result, fresh, added, classes = _fresh(baseline, capture, other_scope)
+    result, fresh, added, classes = _fresh(baseline, capture, other_scope, other_basis)
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -430,6 +449,9 @@ def plan_update(
     if fingerprint is not None and other_scope:
         # The launch counts were not taken: the baseline's stay, and with them its scope.
         fingerprint = replace(fingerprint, scope=baseline.gpu.scope)
-    fresh_program = record_program(capture) if not other_scope else None
+    if fingerprint is not None and other_basis:
+        # The durations were not taken: the baseline's stay, and with them its time basis.
+        fingerprint = replace(fingerprint, time_basis=baseline.gpu.time_basis)
+    fresh_program = record_program(capture) if not (other_scope or other_basis) else None
     program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
     return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)

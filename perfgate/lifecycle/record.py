@@ -37,6 +37,7 @@ from perfgate.identity.configs import (
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
 from perfgate.ingest.launches import Capture, Launch, per_file
+from perfgate.ingest.meta import GATE
 from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
 from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
@@ -275,6 +276,13 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     runs = len(capture.paths)
     fingerprint, warned = capture_fingerprint(capture, kernels, launches)
     notes = list(warned)
+    if fingerprint.time_basis == GATE:
+        notes.append(
+            "recorded from gate captures (perfgate capture --phases gate): the baseline gates "
+            "the one-pass gate set and judges the durations of gate captures only; its "
+            "diagnosis compares fewer metrics than one recorded from full captures "
+            "(docs/capture.md)"
+        )
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "

@@ -394,6 +394,7 @@ def diff(a: Baseline, b: Baseline) -> BaselineDiff:
         "driver",
         "clock_control",
         "cache_control",
+        "time_basis",
         "stall_family",
         "stall_reasons",
     )

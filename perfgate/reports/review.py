@@ -29,6 +29,8 @@ def _fingerprint_line(v: BaselineView) -> str:
     ):
         if field:
             parts.append(f"{label} {field}")
+    if fp.time_basis != "full":
+        parts.append(f"time basis {fp.time_basis} (recorded from gate captures)")
     if fp.stall_family:
         parts.append(f"stalls: {fp.stall_family}, {len(fp.stall_reasons)} reasons")
     if fp.metrics:

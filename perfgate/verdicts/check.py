@@ -74,10 +74,32 @@ class CheckSettings:
     # Why the capture's launch counts do not compare with the baseline's (it was scoped by
     # other ncu launch filters); "": they do. Then the counts are skipped, not judged.
     other_scope: str = ""
+    # Why the capture's durations do not compare with the baseline's (a gate capture against
+    # a baseline of full captures, or the reverse: perfgate.ingest.meta.time_basis); "": they
+    # do. Then the time metrics and the program time are skipped, not judged.
+    other_basis: str = ""
 
 
 # What depends on how many launches the capture holds (perfgate.ingest.scope).
 SCOPED_METRICS = ("launches", "total_time")
+# What depends on the metric set the durations were measured under (the time basis).
+TIME_METRICS = ("duration", "total_time")
+
+
+def _not_compared(settings: CheckSettings) -> dict[str, str]:
+    """The metrics a check skips, each with its reason: launch counts of another scope,
+    durations of another time basis."""
+    out: dict[str, str] = {}
+    if settings.other_basis:
+        out.update({m: f"not compared: {settings.other_basis}" for m in TIME_METRICS})
+    if settings.other_scope:
+        for m in SCOPED_METRICS:
+            out[m] = (
+                f"{out[m]}; {settings.other_scope}"
+                if m in out
+                else (f"not compared: {settings.other_scope}")
+            )
+    return out
 
 
 # A metric without its own override has the bounds of its name in its baseline: a check of
@@ -134,9 +156,10 @@ def _compare_metric(
     defn = metric.definition
     measured = _measure(metric, launches, capture.columns, rows)
     if isinstance(measured, Unavailable):
-        # A gate capture holds no stall counters by design: left to the diagnosis capture
-        # below, not a family mismatch.
-        if defn.stall is not None and not measured.architecture and not capture.gate:
+        gated_out = capture.gate and not measured.architecture and _outside_gate(measured.needed)
+        if defn.stall is not None and not measured.architecture and not gated_out:
+            # (A gate capture holds no stall counters: its stall metrics are left to the
+            # diagnosis capture below, not a family mismatch.)
             cc = next((la.cc for la in launches if la.cc), None)
             other, held = family_mismatch(metric.formula_group, capture.columns, cc)
             if other:
@@ -149,7 +172,7 @@ def _compare_metric(
                     unit=defn.unit, message=message,
                 ), None  # fmt: skip
         message, state = measured.reason, State.SKIPPED
-        if capture.gate and not measured.architecture and _outside_gate(measured.needed):
+        if gated_out:
             # Left to the diagnosis capture: a real result, never a silent pass.
             message = NOT_IN_GATE
         elif not measured.architecture:
@@ -494,11 +517,24 @@ def _judge_split(
     capture: Capture,
     baseline: Baseline,
     memo: _Bounds,
+    reasons: Mapping[str, str] | None = None,
 ) -> KernelVerdict:
     """A baselined kernel whose launches now fall into work classes its entry does not have
     (one launch of three ran 40% more instructions): each class is judged against the entry,
     the counts per run over all of them, and the verdict is the worst class's. Never "new":
-    a regressed launch fails the kernel it belongs to (docs/identity.md)."""
+    a regressed launch fails the kernel it belongs to (docs/identity.md). The metrics in
+    `reasons` (another scope's launch counts, another time basis's durations) are skipped."""
+    skipped = tuple(
+        Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
+                   message=reasons[m.name])
+        for m in kernel.metrics if reasons and m.name in reasons
+    )  # fmt: skip
+    if reasons:
+        kernel = replace(
+            kernel,
+            launches=None if "launches" in reasons else kernel.launches,
+            metrics=tuple(m for m in kernel.metrics if m.name not in reasons),
+        )
     pooled = sorted((la for g in classes for la in g.launches), key=lambda la: la.index)
     whole = _judge_kernel(kernel, pooled, capture, baseline, "name", memo)
     per_launch = replace(
@@ -513,6 +549,7 @@ def _judge_split(
     ]
     group, worst = min(parts, key=lambda part: rank[part[1].state])
     comparisons = worst.comparisons + tuple(c for c in whole.comparisons if c.metric in _PER_RUN)
+    comparisons += skipped
     state = kernel_state(comparisons)
     instructions = group.instructions
     work = f", {instructions:,.0f} instructions" if instructions is not None else ""
@@ -541,22 +578,24 @@ def _out_of_scope(
     capture: Capture,
     baseline: Baseline,
     how: str,
-    reason: str,
+    reasons: Mapping[str, str],
     memo: _Bounds,
 ) -> KernelVerdict:
-    """A kernel of a capture scoped otherwise than the baseline: its launch counts are
-    skipped with the reason, never judged (nor diagnosed: no "launched less often"); the
-    rest of its metrics are judged as always."""
-    counted = [m for m in kernel.metrics if m.name in SCOPED_METRICS]
+    """A kernel of a capture scoped otherwise than the baseline, or measured under another
+    time basis: the metrics in `reasons` (its launch counts, its durations) are skipped with
+    their reason, never judged (nor diagnosed: no "launched less often"); the rest of its
+    metrics are judged as always."""
+    counted = [m for m in kernel.metrics if m.name in reasons]
+    configured = _per_configuration(kernel, launches)
     judged = replace(
-        _per_configuration(kernel, launches),
-        launches=None,
-        metrics=tuple(m for m in kernel.metrics if m.name not in SCOPED_METRICS),
+        configured,
+        launches=None if "launches" in reasons else configured.launches,
+        metrics=tuple(m for m in configured.metrics if m.name not in reasons),
     )
     verdict = _judge_kernel(judged, launches, capture, baseline, how, memo)
     skipped = tuple(
         Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
-                   message=f"not compared: {reason}")
+                   message=reasons[m.name])
         for m in counted
     )  # fmt: skip
     return replace(verdict, comparisons=verdict.comparisons + skipped)
@@ -803,15 +842,18 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     # Every kernel's metrics from the capture's columns at once (perfgate.metrics.columns).
     table = LaunchTable(capture.launches, matched)
     passing = _Passing(table, baseline, capture.columns, memo)
+    not_compared = _not_compared(settings)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches and matching.how[kernel.id].startswith(SPLIT):
             verdicts.append(
-                _judge_split(kernel, matching.groups[kernel.id], capture, baseline, memo)
+                _judge_split(
+                    kernel, matching.groups[kernel.id], capture, baseline, memo, not_compared
+                )
             )
-        elif launches and settings.other_scope:
+        elif launches and not_compared:
             verdicts.append(
                 _out_of_scope(kernel, launches, capture, baseline, matching.how[kernel.id],
-                              settings.other_scope, memo)
+                              not_compared, memo)
             )  # fmt: skip
         elif launches:
             kernel = _per_configuration(kernel, launches)
@@ -854,6 +896,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         warnings.append(mismatch)
     if settings.other_scope:
         warnings.append(settings.other_scope)
+    if settings.other_basis:
+        warnings.append(_basis_warning(baseline, settings.other_basis))
     if capture.gate and (summary := _gate_summary(verdicts)):
         warnings.append(summary)
     devices = capture.devices
@@ -866,8 +910,24 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
-        program=_program(baseline, capture, new_launches, missing, settings.other_scope),
+        program=_program(
+            baseline,
+            capture,
+            new_launches,
+            missing,
+            "; ".join(r for r in (settings.other_basis, settings.other_scope) if r),
+        ),
         changes=changes,
+    )
+
+
+def _basis_warning(baseline: Baseline, reason: str) -> str:
+    """The one line a check says about durations of another time basis."""
+    mine = "gate" if baseline.gpu.time_basis == "gate" else "full"
+    theirs = "full" if mine == "gate" else "gate"
+    return (
+        f"{baseline.path} was recorded from {mine} captures, the capture is a {theirs} "
+        f"capture: durations (duration, total_time, the program time) not compared: {reason}"
     )
 
 
@@ -878,8 +938,8 @@ def _program(
     missing: list[KernelBaseline],
     other_scope: str,
 ) -> ProgramVerdict | None:
-    """The whole-program time, a sum over the captured launches: of another scope it is
-    skipped with the reason, like the kernels' launch counts."""
+    """The whole-program time, a sum over the captured launches: of another scope or time
+    basis it is skipped with the reason, like the kernels' launch counts and durations."""
     program = judge_program(baseline, capture, new_launches, missing)
     if program is None or not other_scope or program.state is KernelState.SKIPPED:
         return program

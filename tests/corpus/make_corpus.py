@@ -287,6 +287,9 @@ def baselines() -> dict[str, str | bytes]:
         # A fingerprint's cache control that is not text (issue 24).
         "cache-control-not-text.yaml": minimal
         + "fingerprint: {gpu: NVIDIA H100, cache_control: {all: 1}}\n",
+        # A fingerprint's time basis that is neither gate nor full (issue 24: durations compare
+        # only between captures of one basis).
+        "time-basis-unknown.yaml": minimal + "fingerprint: {gpu: NVIDIA H100, time_basis: fast}\n",
         "backreference-regex.yaml": minimal.replace(
             "{function: zoo_coalescing}", "{regex: '(zoo)_\\1'}"
         ),
