@@ -75,8 +75,10 @@ def test_a_count_whose_recorded_runs_differ_is_not_exact() -> None:
         exact = FLOORS[name](KernelNoise(5e4, "NVIDIA H100 80GB HBM3"))
         varies = FLOORS[name](KernelNoise(5e4, "NVIDIA H100 80GB HBM3", varies=True))
         assert (exact.relative, varies.relative) == (0.01, 0.025)
+        assert exact.absolute == varies.absolute == 0.0
     wee = FLOORS["warp_execution_efficiency"]
     assert wee(KernelNoise(5e4)).absolute == 0.5
+    assert (wee(KernelNoise(5e4, varies=True)).relative, wee(KernelNoise(5e4)).relative) == (0, 0)
     assert wee(KernelNoise(5e4, varies=True)).absolute == 2.5
     # calibrate() says "varies" when the runs differ: a 0.5% spread gets the 2.5% floor.
     cal = calibrate(lookup("instructions_executed"), [1000.0, 1005.0, 1002.0], 5e4)
