@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,6 +58,17 @@ def _check(baseline: Path, *captures: Path) -> tuple[int, str, str]:
     args = [a for c in captures for a in ("-c", str(c))]
     proc = perfgate("check", "-b", str(baseline), *args)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def _record_from_gate_captures(tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`baseline record` of three SYNTHETIC gate captures derived from the real h100-a
+    hf-decoder runs (tests/twophase_data.gate_capture)."""
+    runs = []
+    for i in (1, 2, 3):
+        source = FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz"
+        runs += ["-c", str(gate_capture(source, tmp / f"gate{i}.csv"))]
+    out = tmp / "hf-decoder-gate.yaml"
+    return perfgate("baseline", "record", *runs, "-o", str(out)), out
 
 
 # --- the gate set and the plans -------------------------------------------------------------
@@ -350,12 +362,7 @@ def test_a_baseline_is_recorded_from_gate_captures_with_basis_gate(tmp_path: Pat
     """Issue 24: two-phase CI records its baseline from gate captures (their durations are the
     ones its checks measure). The captures are SYNTHETIC: the real h100-a runs with the
     counters outside the gate set dropped (tests/twophase_data.gate_capture)."""
-    runs = []
-    for i in (1, 2, 3):
-        source = FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz"
-        runs += ["-c", str(gate_capture(source, tmp_path / f"gate{i}.csv"))]
-    out = tmp_path / "b.yaml"
-    proc = perfgate("baseline", "record", *runs, "-o", str(out))
+    proc, out = _record_from_gate_captures(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "recorded from gate captures" in proc.stdout + proc.stderr
     assert "diagnosis compares fewer metrics" in proc.stdout + proc.stderr
@@ -380,13 +387,7 @@ def test_gate_and_full_captures_in_one_record_are_one_message(tmp_path: Path) ->
 def gate_decoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A baseline recorded from three SYNTHETIC gate captures derived from the real h100-a
     hf-decoder runs (tests/twophase_data.gate_capture): time basis gate."""
-    tmp = tmp_path_factory.mktemp("g")
-    runs = []
-    for i in (1, 2, 3):
-        source = FIELD / "h100" / "h100-a" / f"hf-decoder-run{i}.csv.gz"
-        runs += ["-c", str(gate_capture(source, tmp / f"gate{i}.csv"))]
-    out = tmp / "hf-decoder-gate.yaml"
-    proc = perfgate("baseline", "record", *runs, "-o", str(out))
+    proc, out = _record_from_gate_captures(tmp_path_factory.mktemp("g"))
     assert proc.returncode == 0, proc.stderr
     return out
 
