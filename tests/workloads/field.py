@@ -42,7 +42,9 @@ def _measured(step: Callable[[], object], times: int = 1, warmup: int = 3) -> No
         torch.cuda.nvtx.range_pop()
 
 
-def hf_decoder(dtype: torch.dtype = torch.bfloat16, attn: str = "sdpa", backend: str = "") -> None:
+def hf_decoder(
+    dtype: torch.dtype = torch.bfloat16, attn: str = "sdpa", backend: str = "", layers: int = 1
+) -> None:
     """A Llama decoder layer (transformers, random weights), bf16, SDPA attention. The change
     variants: `dtype` (the whole model), `attn` (transformers' attn_implementation) and
     `backend` (one SDPA backend forced with torch.nn.attention.sdpa_kernel)."""
@@ -52,7 +54,7 @@ def hf_decoder(dtype: torch.dtype = torch.bfloat16, attn: str = "sdpa", backend:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(
-        vocab_size=2048, hidden_size=512, intermediate_size=1408, num_hidden_layers=1,
+        vocab_size=2048, hidden_size=512, intermediate_size=1408, num_hidden_layers=layers,
         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
         attn_implementation=attn,
     )
@@ -201,6 +203,8 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "gemms-tf32-off": lambda: gemms(tf32=False),  # cuBLAS TF32 off for the 2048^2 fp32 GEMM
     "cnn-bf16": lambda: _cnn("bf16-cl", channels_last=False),  # channels_last removed
     "hf-decoder-fp32": lambda: hf_decoder(dtype=torch.float32),  # the whole model bf16 -> fp32
+    # Capture cost (issue 24): the decoder at 5 layers, about 280 launches in the range.
+    "hf-decoder-5l": lambda: hf_decoder(layers=5),
     "hf-decoder-eager": lambda: hf_decoder(attn="eager"),  # SDPA -> eager attention
     "hf-decoder-sdpa-flash": lambda: hf_decoder(backend="FLASH_ATTENTION"),
     "hf-decoder-sdpa-efficient": lambda: hf_decoder(backend="EFFICIENT_ATTENTION"),
