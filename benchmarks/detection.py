@@ -45,7 +45,7 @@ from perfgate.ingest.launches import Capture, Launch, merge  # noqa: E402
 from perfgate.judge.comparison import Comparison, State  # noqa: E402
 from perfgate.judge.states import KernelState  # noqa: E402
 from perfgate.lifecycle.record import RecordSettings, record  # noqa: E402
-from perfgate.metrics.passes import in_gate_set  # noqa: E402
+from perfgate.metrics.passes import in_gate_capture  # noqa: E402
 from perfgate.verdicts.check import check  # noqa: E402
 from perfgate.verdicts.model import CheckResult  # noqa: E402
 
@@ -264,18 +264,15 @@ def gate_only(capture: Capture) -> Capture:
     capture measures short kernels longer (+2-4% of a program's time, docs/capture.md), which
     a baseline recorded from gate captures carries too."""
 
-    def kept(name: str) -> bool:
-        return in_gate_set(name) or name.startswith("device__")
-
     launches = tuple(
         replace(
             la,
-            metrics={k: v for k, v in la.metrics.items() if kept(k)},
-            units={k: v for k, v in la.units.items() if kept(k)},
+            metrics={k: v for k, v in la.metrics.items() if in_gate_capture(k)},
+            units={k: v for k, v in la.units.items() if in_gate_capture(k)},
         )
         for la in capture.launches
     )
-    columns = frozenset(c for c in capture.columns if kept(c))
+    columns = frozenset(c for c in capture.columns if in_gate_capture(c))
     return replace(capture, launches=launches, columns=columns, gate=True)
 
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfgate.metrics.passes import in_gate_set
+from perfgate.metrics.passes import in_gate_capture
 
 
 def _rows(source: Path) -> tuple[list[str], list[list[str]]]:
@@ -21,12 +21,6 @@ def _rows(source: Path) -> tuple[list[str], list[list[str]]]:
     quoted = [line for line in text.splitlines() if line.startswith('"')]
     rows = list(csv.reader(quoted))
     return quoted, rows
-
-
-def _keep(column: str) -> bool:
-    if "__" not in column or column.startswith(("device__", "launch__")):
-        return True
-    return in_gate_set(column)
 
 
 def _write(rows: Iterable[list[str]], out: Path) -> None:
@@ -50,7 +44,7 @@ def gate_capture(source: Path, out: Path) -> Path:
     """`source` as a gate capture would have held it: only the gate set's counters."""
     _, rows = _rows(source)
     header = rows[0]
-    keep = [i for i, name in enumerate(header) if _keep(name)]
+    keep = [i for i, name in enumerate(header) if in_gate_capture(name)]
     _write(([row[i] for i in keep] for row in rows), out)
     sidecar(out, "gate")
     return out

@@ -46,6 +46,7 @@ GATE_ONE_PASS: frozenset[str] = frozenset(
 # Launch attributes (registers, shared memory, occupancy limits) are read from the launch, not
 # counted: no replay pass.
 LAUNCH_PREFIX = "launch__"
+DEVICE_PREFIX = "device__"
 # Where the figures above come from (shown in docs and by tests).
 MEASURED_IN = "benchmarks/capture_cost/passes/candidates-h100.txt"
 
@@ -56,6 +57,12 @@ NOT_IN_GATE = "not in a gate capture (the diagnosis capture collects it)"
 def in_gate_set(raw: str) -> bool:
     """Whether a gate capture collects the raw metric `raw`."""
     return raw in GATE_ONE_PASS or raw.startswith(LAUNCH_PREFIX)
+
+
+def in_gate_capture(column: str) -> bool:
+    """Whether a gate capture holds the column `column` of ncu's raw page: what is no metric
+    (the kernel name, grid, block), the device's and launch attributes, and the gate set."""
+    return "__" not in column or column.startswith(DEVICE_PREFIX) or in_gate_set(column)
 
 
 def gate_part(raw: Iterable[str]) -> tuple[str, ...]:
