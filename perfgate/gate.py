@@ -789,12 +789,11 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
     capture of only the kernels that failed is taken beside it (OUTPUT.diagnosis.csv), which
     `check` merges for its metrics (perfgate.ingest.phases)."""
     from perfgate.ingest.meta import DIAGNOSIS, FULL, GATE
+    from perfgate.ncu.command import baseline_files
     from perfgate.ncu.runner import link_diagnosis, remove_capture, run_capture
 
     if phases not in PHASE_CHOICES:
         raise UsageError(f"--phases must be one of {', '.join(PHASE_CHOICES)}")
-    from perfgate.ncu.command import baseline_files
-
     second = diagnosis_output(options.output)
     inputs = [*baseline_files(options.baselines), *options.program[:1]]
     check_outputs([("-o (its diagnosis capture)", second)], [p for p in inputs if p])

@@ -936,14 +936,15 @@ def _program(
     capture: Capture,
     new_launches: list[Launch],
     missing: list[KernelBaseline],
-    other_scope: str,
+    not_compared: str,
 ) -> ProgramVerdict | None:
     """The whole-program time, a sum over the captured launches: of another scope or time
-    basis it is skipped with the reason, like the kernels' launch counts and durations."""
+    basis (`not_compared`, the reasons) it is skipped, like the kernels' launch counts and
+    durations."""
     program = judge_program(baseline, capture, new_launches, missing)
-    if program is None or not other_scope or program.state is KernelState.SKIPPED:
+    if program is None or not not_compared or program.state is KernelState.SKIPPED:
         return program
-    return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {other_scope}")
+    return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {not_compared}")
 
 
 def _changes(
