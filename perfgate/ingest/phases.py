@@ -27,17 +27,19 @@ def linked(paths: Sequence[str]) -> list[str]:
     """`paths` and the diagnosis captures their gate sidecars name (perfgate capture
     --phases auto writes the link), each once."""
     out = list(paths)
+    seen: set[Path] | None = None  # resolved once, and only when a gate sidecar links one
     for p in paths:
         try:
             meta = read_meta(p)
         except CaptureError:
             continue  # said when the capture is read; the outputs' check comes first
         if meta.phase == GATE and meta.diagnosis:
-            beside = str(Path(p).with_name(meta.diagnosis))
-            if Path(beside).exists() and Path(beside).resolve() not in {
-                Path(o).resolve() for o in out
-            }:
-                out.append(beside)
+            beside = Path(p).with_name(meta.diagnosis)
+            if seen is None:
+                seen = {Path(o).resolve() for o in out}
+            if beside.exists() and beside.resolve() not in seen:
+                out.append(str(beside))
+                seen.add(beside.resolve())
     return out
 
 
