@@ -5,6 +5,13 @@
 #
 #   START=h100-a RUNS="1 2 3" bash tests/workloads/capture_field.sh
 #   START=h100-b RUNS="1 2" DEADLINE=500 WORKLOADS="gemms reductions" bash ...
+#   START=h100-g1 PHASE=gate BASELINES=.gatebase/h100 bash ...    # gate captures (issue 24)
+#
+# PHASE=gate captures each run with `perfgate capture --phases gate --all-kernels` instead: the
+# one-pass gate set of the baseline $BASELINES/<workload>.yaml (recorded from the start that
+# holds the full captures: only its metric list is used), as a two-phase CI job would; the CSV
+# is then ncu's raw page imported from its report, with perfgate's sidecar (.meta.json) and
+# ncu's log (.log) beside it. Needs perfgate importable (PYTHONPATH) and its dependencies.
 #
 # Files: $DEST/$START/<workload>-run<N>.csv, env.txt, timings.txt, plain-*.txt (one run without
 # ncu of the torch.compile workloads, which fills Inductor's cache for this machine start, as a
@@ -20,6 +27,9 @@ RUNS=${RUNS:-1 2 3}
 WORKLOADS=${WORKLOADS:-hf-decoder hf-encoder cnn-fp32 cnn-tf32 cnn-bf16-cl compile-default compile-max-autotune cuda-graph gemms reductions triton-autotune}
 NCU=${NCU:-ncu}
 PY=${PY:-python3}
+PHASE=${PHASE:-full}
+case $PHASE in full) ;; gate) : "${BASELINES:?PHASE=gate needs BASELINES, a folder of <workload>.yaml}" ;;
+  *) echo "PHASE must be full or gate" >&2; exit 2 ;; esac
 mkdir -p "$DEST"
 METRICS=$(grep -v '^#' "$HERE/metrics.txt" | paste -sd, -)
 TIMINGS=$DEST/timings.txt
@@ -43,7 +53,7 @@ if [ ! -f "$DEST/env.txt" ]; then
     $PY -c 'import torch, triton, transformers, torchvision; print("torch", torch.__version__, "triton", triton.__version__, "cudnn", torch.backends.cudnn.version(), "transformers", transformers.__version__, "torchvision", torchvision.__version__)' 2>&1
     uname -r; nproc
   } >"$DEST/env.txt" 2>&1
-  cp "$HERE/metrics.txt" "$DEST/metrics.txt"
+  if [ "$PHASE" = gate ]; then echo "baselines: $BASELINES" >>"$DEST/env.txt"; else cp "$HERE/metrics.txt" "$DEST/metrics.txt"; fi
   for w in $WORKLOADS; do
     case $w in compile-*)
       # One at a time: two autotuning processes on one GPU time each other's kernels
@@ -63,6 +73,14 @@ for r in $RUNS; do
       log "$name" - 0 "skipped: past DEADLINE=$DEADLINE s"; continue
     fi
     s=$(date +%s)
+    if [ "$PHASE" = gate ]; then
+      timeout 200 $PY -m perfgate capture --ncu "$NCU" -b "$BASELINES/$w.yaml" --phases gate \
+        --all-kernels --nvtx-include perfgate/ -o "$DEST/$name" -- $PY "$HERE/field.py" "$w" \
+        >"$DEST/$name.stderr" 2>&1
+      log "$name" $? $(($(date +%s) - s)) "perfgate capture -b \$BASELINES/$w.yaml --phases gate --all-kernels --nvtx-include perfgate/ -- $PY field.py $w"
+      grep -q . "$DEST/$name.stderr" || rm -f "$DEST/$name.stderr"
+      archive; continue
+    fi
     timeout 200 "$NCU" --clock-control none --csv --page raw --metrics "$METRICS" \
       --nvtx --nvtx-include "perfgate/" $PY "$HERE/field.py" "$w" >"$DEST/$name" 2>"$DEST/$name.stderr"
     log "$name" $? $(($(date +%s) - s)) "ncu --clock-control none --csv --page raw --metrics \$METRICS --nvtx --nvtx-include perfgate/ $PY field.py $w"

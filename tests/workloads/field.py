@@ -205,6 +205,7 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "hf-decoder-fp32": lambda: hf_decoder(dtype=torch.float32),  # the whole model bf16 -> fp32
     # Capture cost (issue 24): the decoder at 5 layers, about 280 launches in the range.
     "hf-decoder-5l": lambda: hf_decoder(layers=5),
+    "hf-decoder-10l": lambda: hf_decoder(layers=10),
     "hf-decoder-eager": lambda: hf_decoder(attn="eager"),  # SDPA -> eager attention
     "hf-decoder-sdpa-flash": lambda: hf_decoder(backend="FLASH_ATTENTION"),
     "hf-decoder-sdpa-efficient": lambda: hf_decoder(backend="EFFICIENT_ATTENTION"),

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Where a gate capture's time goes (issue 24), on the transformers decoder at 5 and 10 layers
+# (tests/workloads/field.py hf-decoder-5l / -10l): the program alone; ncu with nothing
+# profiled (ncu's start and its interception of every CUDA call); ncu profiling every launch
+# of the range with a 0-pass list (launch attributes), a 1-pass time-only list, the gate set,
+# the gate set with --cache-control none and with --target-processes application-only; then
+# `perfgate capture --phases gate` and `--phases full` (ncu, the report's import, perfgate).
+# Each line of $OUT/floor.txt: wall seconds, exit code, step. Steps already in
+# /tmp/floor/floor.txt are skipped, so a second call on the same machine start resumes;
+# DEADLINE=SECONDS: no step starts after it. Baselines: the h100-a decoder runs (their kernel
+# names are the decoder's at any depth). Carry .whl (jsonschema, junit-xml: docs/capture.md).
+set -u; OUT=${OUT:-/tmp/floor-out}; mkdir -p "$OUT"; W=/tmp/floor; mkdir -p $W
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit 3
+export PYTHONUNBUFFERED=1; T0=$(date +%s); fails=0
+F=tests/data/field/h100/h100-a
+[ -s $W/b.yaml ] || python3 -m perfgate baseline record -c $F/hf-decoder-run1.csv.gz -c $F/hf-decoder-run2.csv.gz -c $F/hf-decoder-run3.csv.gz -o $W/b.yaml >/dev/null 2>&1 || exit 4
+# The gate set exactly as perfgate capture asks ncu for it.
+GATE=$(python3 -m perfgate capture -b $W/b.yaml --phases gate --dry-run -- true 2>/dev/null | head -1 | tr ' ' '\n' | grep -A1 -x -- --metrics | tail -1)
+[ -n "$GATE" ] || exit 5
+NCU="ncu --clock-control none --replay-mode kernel --nvtx --nvtx-include perfgate/ --force-overwrite"
+step() {  # step NAME COMMAND...
+  local name=$1; shift
+  grep -q " :: $name\$" $W/floor.txt 2>/dev/null && return
+  if [ -n "${DEADLINE:-}" ] && [ $(($(date +%s) - T0)) -gt "$DEADLINE" ]; then echo "skipped $name: past DEADLINE"; return; fi
+  local s=$(date +%s.%N); "$@" >$W/last.txt 2>&1; local rc=$?
+  [ $rc = 0 ] || { fails=$((fails + 1)); tail -3 $W/last.txt; }
+  echo "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$s}") rc=$rc :: $name" | tee -a $W/floor.txt
+  cp $W/floor.txt "$OUT/floor.txt"
+}
+for L in 5 10; do
+  P="python3 tests/workloads/field.py hf-decoder-${L}l"
+  step "L$L program alone" $P
+  if [ $L = 5 ]; then
+    step "L$L ncu, nothing profiled" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum --kernel-name regex:^perfgate_no_such_kernel$ -o $W/n $P
+    step "L$L ncu, 0-pass launch attributes" $NCU --cache-control all --target-processes all --metrics launch__registers_per_thread -o $W/z $P
+    step "L$L ncu, 1 pass time only" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum -o $W/t $P
+    step "L$L ncu, gate set" $NCU --cache-control all --target-processes all --metrics "$GATE" -o $W/g $P
+    step "L$L ncu, gate set, cache-control none" $NCU --cache-control none --target-processes all --metrics "$GATE" -o $W/gn $P
+    step "L$L ncu, gate set, application-only" $NCU --cache-control all --target-processes application-only --metrics "$GATE" -o $W/ga $P
+    # Which counters of the gate set cost beyond the time-only pass: time plus one group each.
+    for g in dram__bytes_read.sum,dram__bytes_write.sum smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum \
+        l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum \
+        lts__t_requests_srcunit_tex_op_red.sum,lts__t_requests_srcunit_tex_op_atom.sum sm__maximum_warps_per_active_cycle_pct; do
+      step "L$L ncu, time + $g" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum,$g -o $W/x $P
+    done
+    # The gate set without the L1 sector and L2 atomic counters (a baseline that gates neither).
+    CORE=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum,sm__maximum_warps_per_active_cycle_pct
+    step "L$L ncu, $CORE" $NCU --cache-control all --target-processes all --metrics $CORE -o $W/c $P
+    step "L$L ncu, $CORE,dram__bytes_read.sum,dram__bytes_write.sum" $NCU --cache-control all --target-processes all --metrics $CORE,dram__bytes_read.sum,dram__bytes_write.sum -o $W/c $P
+  fi
+  step "L$L perfgate capture --phases gate" python3 -m perfgate capture -b $W/b.yaml --phases gate --nvtx-include perfgate/ -o $W/gate$L.csv -- $P
+  step "L$L perfgate capture --phases full" python3 -m perfgate capture -b $W/b.yaml --phases full --nvtx-include perfgate/ -o $W/full$L.csv -- $P
+done
+for f in $W/gate5.csv $W/full5.csv $W/gate10.csv $W/full10.csv; do
+  [ -s $f.meta.json ] && echo "$f $(python3 -c "import json; m=json.load(open('$f.meta.json')); print('kernels', m.get('kernels'), 'launches', m.get('launches'), 'ncu wall_s', m.get('wall_s'), 'passes', sorted(set((m.get('passes_per_kernel') or {}).values())))")" | tee -a "$OUT/floor-meta.txt"
+done
+echo "failed steps: $fails"
+[ "$fails" = 0 ]
