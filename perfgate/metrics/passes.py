@@ -8,8 +8,9 @@ S10 of benchmarks/capture_cost/passes/candidates.txt, measured in
 benchmarks/capture_cost/passes/candidates-h100.txt: "S10 passes=1 metrics=18"). Adding global
 load/store requests, local-memory sectors, `smsp__thread_inst_executed` beside the tensor
 counter, or the SASS bytes-per-sector ratios pushes a set to 3 passes or more
-(benchmarks/capture_cost/passes/README.md). The H200 figures are to be measured the same way
-(benchmarks/capture_cost/two_phase.sh, docs/capture.md).
+(benchmarks/capture_cost/passes/README.md). On an H200 every count came out the same
+(candidates-h200.txt, per-metric-h200.txt), and every capture of the gate corpus
+(tests/data/field/gate, H100 and H200) took one pass per kernel.
 
 A gate capture asks for the raw sources of a baseline's gated metrics that are in this set
 (plus the launch attributes, which cost no pass); what is outside it (warp execution
