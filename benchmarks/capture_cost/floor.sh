@@ -7,7 +7,8 @@
 # `perfgate capture --phases gate` and `--phases full` (ncu, the report's import, perfgate).
 # Each line of $OUT/floor.txt: wall seconds, exit code, step. Steps already in
 # /tmp/floor/floor.txt are skipped, so a second call on the same machine start resumes;
-# DEADLINE=SECONDS: no step starts after it. Baselines: the h100-a decoder runs (their kernel
+# DEADLINE=SECONDS: no step starts after it. ROUNDS=N: only the main lines, N rounds
+# interleaved, and the two captures once. Baselines: the h100-a decoder runs (their kernel
 # names are the decoder's at any depth). Carry .whl (jsonschema, junit-xml: docs/capture.md).
 set -u; OUT=${OUT:-/tmp/floor-out}; mkdir -p "$OUT"; W=/tmp/floor; mkdir -p $W
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit 3
@@ -27,6 +28,21 @@ step() {  # step NAME COMMAND...
   echo "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$s}") rc=$rc :: $name" | tee -a $W/floor.txt
   cp $W/floor.txt "$OUT/floor.txt"
 }
+CORE=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum,sm__maximum_warps_per_active_cycle_pct
+if [ -n "${ROUNDS:-}" ]; then
+  # ROUNDS=N: the main lines again, interleaved N times (5 layers), then the two captures once.
+  P="python3 tests/workloads/field.py hf-decoder-5l"
+  for r in $(seq "$ROUNDS"); do
+    step "r$r L5 program alone" $P
+    step "r$r L5 ncu, 0-pass launch attributes" $NCU --cache-control all --target-processes all --metrics launch__registers_per_thread -o $W/z $P
+    step "r$r L5 ncu, 1 pass time only" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum -o $W/t $P
+    step "r$r L5 ncu, $CORE,dram__bytes_read.sum,dram__bytes_write.sum" $NCU --cache-control all --target-processes all --metrics $CORE,dram__bytes_read.sum,dram__bytes_write.sum -o $W/c $P
+    step "r$r L5 ncu, gate set" $NCU --cache-control all --target-processes all --metrics "$GATE" -o $W/g $P
+  done
+  step "L5 perfgate capture --phases gate" python3 -m perfgate capture -b $W/b.yaml --phases gate --nvtx-include perfgate/ -o $W/gate5.csv -- $P
+  step "L5 perfgate capture --phases full" python3 -m perfgate capture -b $W/b.yaml --phases full --nvtx-include perfgate/ -o $W/full5.csv -- $P
+  echo "failed steps: $fails"; [ "$fails" = 0 ]; exit
+fi
 for L in 5 10; do
   P="python3 tests/workloads/field.py hf-decoder-${L}l"
   step "L$L program alone" $P
@@ -44,7 +60,6 @@ for L in 5 10; do
       step "L$L ncu, time + $g" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum,$g -o $W/x $P
     done
     # The gate set without the L1 sector and L2 atomic counters (a baseline that gates neither).
-    CORE=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum,sm__maximum_warps_per_active_cycle_pct
     step "L$L ncu, $CORE" $NCU --cache-control all --target-processes all --metrics $CORE -o $W/c $P
     step "L$L ncu, $CORE,dram__bytes_read.sum,dram__bytes_write.sum" $NCU --cache-control all --target-processes all --metrics $CORE,dram__bytes_read.sum,dram__bytes_write.sum -o $W/c $P
   fi
