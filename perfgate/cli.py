@@ -460,6 +460,11 @@ def baseline_group() -> None:
     help="Replace an existing baseline file, dropping its hand edits (default: refuse; "
     "perfgate baseline update re-records keeping them).",
 )  # fmt: skip
+@click.option(
+    "--diagnosis-capture", "diagnosis", multiple=True, type=click.Path(),
+    help="A full capture of the same build beside gate captures (repeatable): the kernels' "
+    "diagnosis side comes from it too, never their gates or durations (docs/capture.md).",
+)  # fmt: skip
 @_guard
 def record_command(
     captures: tuple[str, ...],
@@ -469,6 +474,7 @@ def record_command(
     reason: str | None,
     by_nvtx: bool,
     overwrite: bool,
+    diagnosis: tuple[str, ...],
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
@@ -476,9 +482,9 @@ def record_command(
     from perfgate.gate import RecordRequest, run_record
     from perfgate.lifecycle.record import RecordSettings
 
-    check_outputs([output], captures)
+    check_outputs([output], (*captures, *diagnosis))
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
-    result = run_record(RecordRequest(captures, output, settings, overwrite))
+    result = run_record(RecordRequest(captures, output, settings, overwrite, diagnosis))
     from perfgate.reports.format import counted
 
     kernels_n = len(result.baseline.kernels)

@@ -55,6 +55,8 @@ class RecordRequest:
     output: str
     settings: RecordSettings
     overwrite: bool = False  # replace an existing baseline (its hand edits are lost)
+    # Full captures of the same build beside gate captures: the diagnosis side only.
+    diagnosis_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,19 @@ def run_record(request: RecordRequest) -> RecordResult:
     if capture.gate:
         _one_time_basis(capture.paths)
     check_values(capture)
-    result = record(capture, request.settings)
+    diagnosis = None
+    if request.diagnosis_files:
+        from perfgate.ingest.meta import GATE, read_meta
+
+        diagnosis = read_captures(request.diagnosis_files)
+        if diagnosis.gate:
+            raise UsageError(
+                "a --diagnosis-capture is a gate capture: give a full capture of the same "
+                "build (perfgate capture --phases full), whose metrics the gate set lacks",
+                next(p for p in diagnosis.paths if read_meta(p).phase == GATE),
+            )
+        check_values(diagnosis)
+    result = record(capture, request.settings, diagnosis)
     write_text_atomic(request.output, dump_baseline(result.baseline))
     return result
 

@@ -21,13 +21,17 @@ from perfgate.baseline.fingerprint import OTHER_BASIS, Fingerprint, differences
 from perfgate.baseline.load import load_baseline
 from perfgate.baseline.model import Baseline
 from perfgate.gate import CheckRequest, diagnosis_output, run_check
+from perfgate.ingest import read_captures
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.metrics.passes import GATE_ONE_PASS, MEASURED_IN, NOT_IN_GATE, in_gate_set
 from perfgate.ncu.command import CaptureOptions, build_plan
-from perfgate.verdicts.model import Report
+from perfgate.verdicts.check import check
+from perfgate.verdicts.model import CheckResult, Report
 from tests.conftest import ROOT
 from tests.test_capture import FAKE_NCU, TEXTS, perfgate
+from tests.test_changes import CHANGES
 from tests.twophase_data import diagnosis_capture, gate_capture, sidecar
 
 FIELD = ROOT / "tests" / "data" / "field"
@@ -621,3 +625,108 @@ def test_a_gate_capture_with_its_diagnosis_is_of_the_gate_basis(gate_decoder: Pa
     code, out, err = _check(gate_decoder, FIELD / "twophase" / "hf-decoder-regressed.csv")
     assert code == 1 and OTHER_BASIS not in out + err
     assert _first(out).startswith(f"  REGRESSED   {FAILING}")
+
+
+# The real changes of issue 22 captured on the H100 field starts (tests/test_changes.py), each
+# run through two-phase CI: the baseline recorded from three gate captures, the pull request's
+# gate capture checked, then the diagnosis capture of the kernels that failed merged in.
+# SYNTHETIC: the gate and diagnosis captures are cut from the real full captures
+# (tests/twophase_data.py); the real gate corpus is tests/test_gate_corpus.py.
+FIELD_CHANGES = [c for c in CHANGES if c[1].startswith("field/")]
+DIAGNOSED = (KernelState.REGRESSED, KernelState.INCOMPLETE, KernelState.ERROR)
+
+
+def _headlines(result: CheckResult) -> dict[str, str | None]:
+    return {
+        v.kernel: v.headline.mechanism if v.headline else None
+        for v in result.verdicts
+        if v.state is KernelState.REGRESSED
+    }
+
+
+@pytest.mark.parametrize(
+    ("base", "changed"), [c[:2] for c in FIELD_CHANGES], ids=[c[1] for c in FIELD_CHANGES]
+)
+def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
+    tmp_path: Path, base: str, changed: str
+) -> None:
+    data = ROOT / "tests" / "data"
+    full_runs = [data / f"{base}-run{i}.csv.gz" for i in (1, 2, 3)]
+    gate_runs = read_captures(
+        [gate_capture(r, tmp_path / f"base{i}.csv") for i, r in enumerate(full_runs)]
+    )
+    baseline = record(gate_runs, RecordSettings()).baseline
+    # Two-phase CI's baseline: gates and durations from gate captures, the diagnosis side
+    # from one full capture of the same build (record --diagnosis-capture).
+    with_diagnosis = record(gate_runs, RecordSettings(), read_captures(full_runs[:1])).baseline
+    assert baseline.fingerprint.time_basis == with_diagnosis.fingerprint.time_basis == "gate"
+    assert [k.metrics for k in with_diagnosis.kernels] == [k.metrics for k in baseline.kernels]
+    for alone, both in zip(baseline.kernels, with_diagnosis.kernels, strict=True):
+        # The gate captures' own values win; the full capture only adds.
+        assert {n: both.info.get(n) for n in alone.info} == dict(alone.info), alone.id
+        assert set(both.info) > set(alone.info), alone.id
+    full = check(
+        record(read_captures(full_runs), RecordSettings()).baseline, read_captures([data / changed])
+    )
+    gate = gate_capture(data / changed, tmp_path / "pr.csv")
+    gated = check(baseline, read_captures([gate]))
+    assert int(gated.exit_code) == int(full.exit_code) == 1
+    # The kernels `perfgate capture --phases auto` takes a diagnosis capture of (gate.py).
+    failing = [v.name for v in gated.verdicts if v.state in DIAGNOSED and v.name]
+    merged = gated
+    if failing:
+        diag = diagnosis_capture(data / changed, tmp_path / "pr.diagnosis.csv", failing)
+        merged = check(with_diagnosis, read_captures([gate, diag]))
+    assert merged.changes and full.changes
+    first = (full.changes[0].kind, full.changes[0].title)
+    assert (gated.changes[0].kind, gated.changes[0].title) == first
+    assert (merged.changes[0].kind, merged.changes[0].title) == first
+    assert merged.changes[0].lever == full.changes[0].lever
+    # Every regressed kernel's root cause is the full capture's.
+    assert _headlines(merged) == _headlines(full)
+
+
+def test_without_the_diagnosis_side_a_gate_baseline_explains_less(tmp_path: Path) -> None:
+    """The fp32 decoder: against a gate-basis baseline recorded without --diagnosis-capture,
+    the merged diagnosis says "More work" where a full capture names the stall and the vector
+    width (the baseline has no diagnosis side to compare with); record notes it."""
+    data = ROOT / "tests" / "data"
+    base = "field/h100/h100-a/hf-decoder"
+    changed = data / "field/changes/h100-e/hf-decoder-fp32-run1.csv.gz"
+    full_runs = [data / f"{base}-run{i}.csv.gz" for i in (1, 2, 3)]
+    full = _headlines(check(record(read_captures(full_runs), RecordSettings()).baseline,
+                            read_captures([changed])))  # fmt: skip
+    assert set(full.values()) >= {"stall-long_scoreboard", "vectorized-access"}, full
+    gates = [gate_capture(r, tmp_path / f"b{i}.csv") for i, r in enumerate(full_runs)]
+    alone = record(read_captures(gates), RecordSettings())
+    assert any("--diagnosis-capture" in n for n in alone.notes)
+    gate = gate_capture(changed, tmp_path / "pr.csv")
+    failing = [v.name for v in check(alone.baseline, read_captures([gate])).verdicts
+               if v.state in DIAGNOSED]  # fmt: skip
+    diag = diagnosis_capture(changed, tmp_path / "pr.diagnosis.csv", failing)
+    less = _headlines(check(alone.baseline, read_captures([gate, diag])))
+    assert less.keys() == full.keys() and set(less.values()) == {"more-work"}
+
+
+def test_record_takes_the_diagnosis_side_from_a_full_capture_only(tmp_path: Path) -> None:
+    base = ROOT / "tests" / "data" / "field" / "h100" / "h100-a"
+    gates = [
+        gate_capture(base / f"hf-decoder-run{i}.csv.gz", tmp_path / f"g{i}.csv") for i in (1, 2, 3)
+    ]
+    out = tmp_path / "b.yaml"
+    proc = perfgate("baseline", "record", *(f"-c{g}" for g in gates),
+                    "--diagnosis-capture", str(gates[0]), "-o", str(out))  # fmt: skip
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.startswith(f"perfgate: error: {gates[0]}: a --diagnosis-capture is a gate")
+    assert proc.stderr.count("\n") == 1
+    full = base / "hf-decoder-run1.csv.gz"
+    proc = perfgate("baseline", "record", *(f"-c{g}" for g in gates),
+                    "--diagnosis-capture", str(full), "-o", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "diagnosis side of 45 of 45 kernel(s) from hf-decoder-run1.csv.gz" in proc.stderr
+    loaded = load_baseline(str(out))
+    assert loaded.fingerprint.time_basis == "gate"
+    stalls = [k for k in loaded.kernels if any(n.startswith("stall") for n in k.info)]
+    assert len(stalls) == len(loaded.kernels)
+    gated = {m.name for k in loaded.kernels for m in k.metrics}
+    assert not any(n.startswith("stall") for n in gated)  # the diagnosis side is never gated

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +35,13 @@ from perfgate.identity.configs import (
     with_durations,
 )
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelGroup, group_launches, readable_ids, select
+from perfgate.identity.grouping import (
+    KernelGroup,
+    KernelKey,
+    group_launches,
+    readable_ids,
+    select,
+)
 from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.meta import GATE
 from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
@@ -166,9 +172,16 @@ def _tuned_duration(
 
 
 def record_kernel(
-    group: KernelGroup, kid: str, names: list[str], capture: Capture, tuned: bool = False
+    group: KernelGroup,
+    kid: str,
+    names: list[str],
+    capture: Capture,
+    tuned: bool = False,
+    diagnosis: tuple[Sequence[Launch], frozenset[str]] | None = None,
 ) -> tuple[KernelBaseline | None, list[str]]:
-    """`tuned`: an autotuned kernel, whose configuration-dependent metrics go to `info`."""
+    """`tuned`: an autotuned kernel, whose configuration-dependent metrics go to `info`.
+    `diagnosis`: the same kernel's launches in full captures of the same build, and their
+    columns, which fill `info` with what a gate capture does not hold."""
     skipped: list[str] = []
     launches = group.launches
     gated = [n for n in names if n in CONFIG_INDEPENDENT] if tuned else names
@@ -200,12 +213,25 @@ def record_kernel(
     # Beside the gated values, what the differential diagnosis reads on both sides of a
     # later check; `info` is never gated.
     diagnostic = [n for n in [*names, *diagnosis_metrics()] if n not in gated]
-    info: dict[str, float | str] = {
-        name: got.value
+    info: dict[str, float | str] = {}
+    if diagnosis is not None:
+        # A gate-basis baseline's diagnosis side, from full captures: never gated, and the
+        # gate captures' own values (below) win where both have one.
+        more, columns = diagnosis
+        cc = next((la.cc for la in more if la.cc), None)
+        wanted = [*diagnostic, *default_metrics(columns, cc)]
+        info.update(
+            (name, got.value)
+            for name, got in measure_all(more, columns, list(dict.fromkeys(wanted))).items()
+            if name not in gated
+        )
+        info.update(rule_speedups(more))
+    info.update(
+        (name, got.value)
         for name, got in measure_all(
             launches, capture.columns, list(dict.fromkeys(diagnostic))
         ).items()
-    }
+    )
     info.update(rule_speedups(launches))
     key = group.key
     family = family_of(key.name)
@@ -240,8 +266,39 @@ def capture_fingerprint(
     return fingerprint, list(warned) + disagreements
 
 
-def record(capture: Capture, settings: RecordSettings) -> RecordResult:
+def _by_kernel(diagnosis: Capture, by_nvtx: bool) -> Callable[[KernelKey], Sequence[Launch]]:
+    """The launches of a kernel in the diagnosis captures: its own identity, else the same
+    name, grid and block, else the same name (a full capture may split work classes
+    differently, and shapes may vary)."""
+    exact: dict[KernelKey, list[Launch]] = {}
+    shaped: dict[tuple[str, object, object], list[Launch]] = {}
+    named: dict[str, list[Launch]] = {}
+    for group in group_launches(diagnosis.launches, by_nvtx=by_nvtx):
+        k = group.key
+        exact.setdefault(k, []).extend(group.launches)
+        shaped.setdefault((k.name, k.grid, k.block), []).extend(group.launches)
+        named.setdefault(k.name, []).extend(group.launches)
+
+    def launches(key: KernelKey) -> Sequence[Launch]:
+        return (
+            exact.get(key)
+            or shaped.get((key.name, key.grid, key.block))
+            or named.get(key.name)
+            or ()
+        )
+
+    return launches
+
+
+def record(
+    capture: Capture, settings: RecordSettings, diagnosis: Capture | None = None
+) -> RecordResult:
+    """`diagnosis`: full captures of the same build beside gate captures (`record
+    --diagnosis-capture`): the baseline's durations and gates come from `capture`, the
+    diagnosis side (`info`) of each kernel from these as well."""
     launches = select(capture.launches, settings.kernel_patterns)
+    lookup_diagnosis = _by_kernel(diagnosis, settings.by_nvtx) if diagnosis else None
+    diagnosis_columns = diagnosis.columns if diagnosis else frozenset()
     for name in settings.metrics:
         lookup(name)  # unknown names fail here, before any work
     cc = next((launch.cc for launch in launches if launch.cc), None)
@@ -254,7 +311,11 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     skipped: list[str] = []
     warnings: list[str] = []
     for group in groups:
-        kernel, why = record_kernel(group, ids[group.key], names, capture, group.key in tuned)
+        more = lookup_diagnosis(group.key) if lookup_diagnosis else ()
+        kernel, why = record_kernel(
+            group, ids[group.key], names, capture, group.key in tuned,
+            (more, diagnosis_columns) if more else None,
+        )  # fmt: skip
         skipped.extend(why)
         if kernel is not None:
             kernels.append(kernel)
@@ -276,12 +337,18 @@ def record(capture: Capture, settings: RecordSettings) -> RecordResult:
     runs = len(capture.paths)
     fingerprint, warned = capture_fingerprint(capture, kernels, launches)
     notes = list(warned)
-    if fingerprint.time_basis == GATE:
+    if fingerprint.time_basis == GATE and diagnosis is None:
         notes.append(
             "recorded from gate captures (perfgate capture --phases gate): the baseline gates "
             "the one-pass gate set and judges the durations of gate captures only; its "
-            "diagnosis compares fewer metrics than one recorded from full captures "
-            "(docs/capture.md)"
+            "diagnosis compares fewer metrics than one recorded from full captures unless "
+            "--diagnosis-capture gives a full capture of the same build (docs/capture.md)"
+        )
+    elif diagnosis is not None:
+        matched = sum(1 for g in groups if lookup_diagnosis and lookup_diagnosis(g.key))
+        notes.append(
+            f"diagnosis side of {matched} of {len(groups)} kernel(s) from "
+            f"{', '.join(Path(p).name for p in diagnosis.paths)} (never gated)"
         )
     if runs < 3:
         notes.append(
