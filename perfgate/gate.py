@@ -184,6 +184,14 @@ def run_record(request: RecordRequest) -> RecordResult:
                 "build (perfgate capture --phases full), whose metrics the gate set lacks",
                 next(p for p in diagnosis.paths if read_meta(p).phase == GATE),
             )
+        gpus = {la.device for la in capture.launches if la.device}
+        other = {la.device for la in diagnosis.launches if la.device} - gpus
+        if other and gpus:
+            raise UsageError(
+                f"a --diagnosis-capture of another GPU ({', '.join(sorted(other))}; the "
+                f"captures: {', '.join(sorted(gpus))}): its metrics would explain another chip",
+                diagnosis.paths[0],
+            )
         check_values(diagnosis)
     result = record(capture, request.settings, diagnosis)
     write_text_atomic(request.output, dump_baseline(result.baseline))

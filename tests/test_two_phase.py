@@ -719,6 +719,12 @@ def test_record_takes_the_diagnosis_side_from_a_full_capture_only(tmp_path: Path
     assert proc.returncode == 2 and not out.exists()
     assert proc.stderr.startswith(f"perfgate: error: {gates[0]}: a --diagnosis-capture is a gate")
     assert proc.stderr.count("\n") == 1
+    h200 = base.parents[1] / "h200" / "h200-a" / "hf-encoder-run1.csv.gz"
+    proc = perfgate("baseline", "record", *(f"-c{g}" for g in gates),
+                    "--diagnosis-capture", str(h200), "-o", str(out))  # fmt: skip
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.startswith(f"perfgate: error: {h200}: a --diagnosis-capture of another GPU")
+    assert proc.stderr.count("\n") == 1
     full = base / "hf-decoder-run1.csv.gz"
     proc = perfgate("baseline", "record", *(f"-c{g}" for g in gates),
                     "--diagnosis-capture", str(full), "-o", str(out))  # fmt: skip
