@@ -28,43 +28,50 @@ step() {  # step NAME COMMAND...
   echo "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$s}") rc=$rc :: $name" | tee -a $W/floor.txt
   cp $W/floor.txt "$OUT/floor.txt"
 }
+# prof NAME METRICS [NCU OPTIONS...]: ncu over the program $P; CC= and TP= set the cache control
+# and the target processes (default all, all).
+prof() {
+  local name=$1 metrics=$2; shift 2
+  step "$name" $NCU --cache-control "${CC:-all}" --target-processes "${TP:-all}" --metrics "$metrics" "$@" -o $W/r $P
+}
+# pg LAYERS PHASE: perfgate capture of the program $P.
+pg() { step "L$1 perfgate capture --phases $2" python3 -m perfgate capture -b $W/b.yaml --phases "$2" --nvtx-include perfgate/ -o $W/$2$1.csv -- $P; }
 CORE=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum,sm__maximum_warps_per_active_cycle_pct
+DRAM=dram__bytes_read.sum,dram__bytes_write.sum
 if [ -n "${ROUNDS:-}" ]; then
   # ROUNDS=N: the main lines again, interleaved N times (5 layers), then the two captures once.
   P="python3 tests/workloads/field.py hf-decoder-5l"
   for r in $(seq "$ROUNDS"); do
     step "r$r L5 program alone" $P
-    step "r$r L5 ncu, 0-pass launch attributes" $NCU --cache-control all --target-processes all --metrics launch__registers_per_thread -o $W/z $P
-    step "r$r L5 ncu, 1 pass time only" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum -o $W/t $P
-    step "r$r L5 ncu, $CORE,dram__bytes_read.sum,dram__bytes_write.sum" $NCU --cache-control all --target-processes all --metrics $CORE,dram__bytes_read.sum,dram__bytes_write.sum -o $W/c $P
-    step "r$r L5 ncu, gate set" $NCU --cache-control all --target-processes all --metrics "$GATE" -o $W/g $P
+    prof "r$r L5 ncu, 0-pass launch attributes" launch__registers_per_thread
+    prof "r$r L5 ncu, 1 pass time only" gpu__time_duration.sum
+    prof "r$r L5 ncu, $CORE,$DRAM" $CORE,$DRAM
+    prof "r$r L5 ncu, gate set" "$GATE"
   done
-  step "L5 perfgate capture --phases gate" python3 -m perfgate capture -b $W/b.yaml --phases gate --nvtx-include perfgate/ -o $W/gate5.csv -- $P
-  step "L5 perfgate capture --phases full" python3 -m perfgate capture -b $W/b.yaml --phases full --nvtx-include perfgate/ -o $W/full5.csv -- $P
+  pg 5 gate; pg 5 full
   echo "failed steps: $fails"; [ "$fails" = 0 ]; exit
 fi
 for L in 5 10; do
   P="python3 tests/workloads/field.py hf-decoder-${L}l"
   step "L$L program alone" $P
   if [ $L = 5 ]; then
-    step "L$L ncu, nothing profiled" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum --kernel-name regex:^perfgate_no_such_kernel$ -o $W/n $P
-    step "L$L ncu, 0-pass launch attributes" $NCU --cache-control all --target-processes all --metrics launch__registers_per_thread -o $W/z $P
-    step "L$L ncu, 1 pass time only" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum -o $W/t $P
-    step "L$L ncu, gate set" $NCU --cache-control all --target-processes all --metrics "$GATE" -o $W/g $P
-    step "L$L ncu, gate set, cache-control none" $NCU --cache-control none --target-processes all --metrics "$GATE" -o $W/gn $P
-    step "L$L ncu, gate set, application-only" $NCU --cache-control all --target-processes application-only --metrics "$GATE" -o $W/ga $P
+    prof "L$L ncu, nothing profiled" gpu__time_duration.sum --kernel-name regex:^perfgate_no_such_kernel$
+    prof "L$L ncu, 0-pass launch attributes" launch__registers_per_thread
+    prof "L$L ncu, 1 pass time only" gpu__time_duration.sum
+    prof "L$L ncu, gate set" "$GATE"
+    CC=none prof "L$L ncu, gate set, cache-control none" "$GATE"
+    TP=application-only prof "L$L ncu, gate set, application-only" "$GATE"
     # Which counters of the gate set cost beyond the time-only pass: time plus one group each.
-    for g in dram__bytes_read.sum,dram__bytes_write.sum smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum \
+    for g in $DRAM smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor.sum \
         l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum \
         lts__t_requests_srcunit_tex_op_red.sum,lts__t_requests_srcunit_tex_op_atom.sum sm__maximum_warps_per_active_cycle_pct; do
-      step "L$L ncu, time + $g" $NCU --cache-control all --target-processes all --metrics gpu__time_duration.sum,$g -o $W/x $P
+      prof "L$L ncu, time + $g" gpu__time_duration.sum,$g
     done
     # The gate set without the L1 sector and L2 atomic counters (a baseline that gates neither).
-    step "L$L ncu, $CORE" $NCU --cache-control all --target-processes all --metrics $CORE -o $W/c $P
-    step "L$L ncu, $CORE,dram__bytes_read.sum,dram__bytes_write.sum" $NCU --cache-control all --target-processes all --metrics $CORE,dram__bytes_read.sum,dram__bytes_write.sum -o $W/c $P
+    prof "L$L ncu, $CORE" $CORE
+    prof "L$L ncu, $CORE,$DRAM" $CORE,$DRAM
   fi
-  step "L$L perfgate capture --phases gate" python3 -m perfgate capture -b $W/b.yaml --phases gate --nvtx-include perfgate/ -o $W/gate$L.csv -- $P
-  step "L$L perfgate capture --phases full" python3 -m perfgate capture -b $W/b.yaml --phases full --nvtx-include perfgate/ -o $W/full$L.csv -- $P
+  pg $L gate; pg $L full
 done
 for f in $W/gate5.csv $W/full5.csv $W/gate10.csv $W/full10.csv; do
   [ -s $f.meta.json ] && echo "$f $(python3 -c "import json; m=json.load(open('$f.meta.json')); print('kernels', m.get('kernels'), 'launches', m.get('launches'), 'ncu wall_s', m.get('wall_s'), 'passes', sorted(set((m.get('passes_per_kernel') or {}).values())))")" | tee -a "$OUT/floor-meta.txt"
