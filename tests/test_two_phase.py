@@ -32,6 +32,7 @@ from perfgate.verdicts.model import CheckResult, Report
 from tests.conftest import ROOT
 from tests.test_capture import FAKE_NCU, TEXTS, perfgate
 from tests.test_changes import CHANGES
+from tests.test_changes import result as changes_result
 from tests.twophase_data import diagnosis_capture, gate_capture, sidecar
 
 FIELD = ROOT / "tests" / "data" / "field"
@@ -665,9 +666,7 @@ def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
         # The gate captures' own values win; the full capture only adds.
         assert {n: both.info.get(n) for n in alone.info} == dict(alone.info), alone.id
         assert set(both.info) > set(alone.info), alone.id
-    full = check(
-        record(read_captures(full_runs), RecordSettings()).baseline, read_captures([data / changed])
-    )
+    full = changes_result(base, changed)  # the full captures' check (tests/test_changes.py)
     gate = gate_capture(data / changed, tmp_path / "pr.csv")
     gated = check(baseline, read_captures([gate]))
     assert int(gated.exit_code) == int(full.exit_code) == 1
@@ -694,8 +693,7 @@ def test_without_the_diagnosis_side_a_gate_baseline_explains_less(tmp_path: Path
     base = "field/h100/h100-a/hf-decoder"
     changed = data / "field/changes/h100-e/hf-decoder-fp32-run1.csv.gz"
     full_runs = [data / f"{base}-run{i}.csv.gz" for i in (1, 2, 3)]
-    full = _headlines(check(record(read_captures(full_runs), RecordSettings()).baseline,
-                            read_captures([changed])))  # fmt: skip
+    full = _headlines(changes_result(base, str(changed.relative_to(data))))
     assert set(full.values()) >= {"stall-long_scoreboard", "vectorized-access"}, full
     gates = [gate_capture(r, tmp_path / f"b{i}.csv") for i, r in enumerate(full_runs)]
     alone = record(read_captures(gates), RecordSettings())
