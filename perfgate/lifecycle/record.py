@@ -310,8 +310,10 @@ def record(
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
     warnings: list[str] = []
+    explained = 0  # kernels that found their launches in the diagnosis captures
     for group in groups:
         more = lookup_diagnosis(group.key) if lookup_diagnosis else ()
+        explained += bool(more)
         kernel, why = record_kernel(
             group, ids[group.key], names, capture, group.key in tuned,
             (more, diagnosis_columns) if more else None,
@@ -345,9 +347,8 @@ def record(
             "--diagnosis-capture gives a full capture of the same build (docs/capture.md)"
         )
     elif diagnosis is not None:
-        matched = sum(1 for g in groups if lookup_diagnosis and lookup_diagnosis(g.key))
         notes.append(
-            f"diagnosis side of {matched} of {len(groups)} kernel(s) from "
+            f"diagnosis side of {explained} of {len(groups)} kernel(s) from "
             f"{', '.join(Path(p).name for p in diagnosis.paths)} (never gated)"
         )
     if runs < 3:
