@@ -18,6 +18,7 @@ from perfgate.ingest import read_captures
 from perfgate.ingest.meta import GATE, read_meta
 from perfgate.judge.comparison import State
 from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.metrics.passes import GATE_ONE_PASS, in_gate_capture
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -116,3 +117,20 @@ def test_every_regression_injected_into_real_gate_captures_is_judged(name: str) 
     for exact in ("+1 register", "+1 launch", "+1.5% instructions"):
         caught, judged = by_name[exact]
         assert judged > 0 and caught == judged, (exact, caught, judged, row.notes)
+
+
+def test_a_diagnosis_capture_adds_to_the_gate_captures_values_and_never_replaces_them() -> None:
+    """Real gate captures (h100-j) with a full capture of the same program (h100-a run 1) as
+    record --diagnosis-capture: Triton's autotuner chose other configurations in that process
+    (the RMSNorm kernel at 210 registers a thread, not 60), so the configuration-dependent
+    values the gate captures hold in `info` must stay theirs."""
+    w = _workload("H100 gate triton-autotune")
+    gates = read_captures(w.baseline_runs)
+    full = read_captures([CORPUS.parent / "h100" / "h100-a" / "triton-autotune-run1.csv.gz"])
+    alone = record(gates, RecordSettings()).baseline
+    both = record(gates, RecordSettings(), full).baseline
+    for a, b in zip(alone.kernels, both.kernels, strict=True):
+        assert a.info and {n: b.info.get(n) for n in a.info} == dict(a.info), a.id
+        assert any(n.startswith("stall") for n in b.info), a.id  # the full capture's side
+    rms = next(k for k in both.kernels if k.id == "perfgate_rmsnorm_kernel")
+    assert rms.info["registers_per_thread"] == 60.0

@@ -13,6 +13,7 @@ import gzip
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,11 @@ from perfgate.baseline.fingerprint import OTHER_BASIS, Fingerprint, differences
 from perfgate.baseline.load import load_baseline
 from perfgate.baseline.model import Baseline
 from perfgate.gate import CheckRequest, diagnosis_output, run_check
+from perfgate.identity.grouping import KernelKey, group_launches
 from perfgate.ingest import read_captures
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
-from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.lifecycle.record import RecordSettings, _by_kernel, record
 from perfgate.metrics.passes import GATE_ONE_PASS, MEASURED_IN, NOT_IN_GATE, in_gate_set
 from perfgate.ncu.command import CaptureOptions, build_plan
 from perfgate.verdicts.check import check
@@ -734,3 +736,60 @@ def test_record_takes_the_diagnosis_side_from_a_full_capture_only(tmp_path: Path
     assert len(stalls) == len(loaded.kernels)
     gated = {m.name for k in loaded.kernels for m in k.metrics}
     assert not any(n.startswith("stall") for n in gated)  # the diagnosis side is never gated
+
+
+def test_a_kernels_diagnosis_side_is_found_by_identity_then_shape_then_name() -> None:
+    full = read_captures([FIELD / "h100" / "h100-a" / "hf-decoder-run1.csv.gz"])
+    groups = group_launches(full.launches, by_nvtx=False)
+    find = _by_kernel(full, by_nvtx=False)
+
+    def shape(key: KernelKey) -> tuple[object, ...]:
+        return key.name, key.grid, key.block
+
+    # A kernel split into work classes at one shape (the decoder's direct-copy kernel).
+    split = next(g for g in groups if g.key.work is not None)
+    same_shape = [la for g in groups if shape(g.key) == shape(split.key) for la in g.launches]
+    same_name = [la for g in groups if g.key.name == split.key.name for la in g.launches]
+    assert len(split.launches) < len(same_shape) < len(same_name)
+    assert list(find(split.key)) == list(split.launches)  # its own work class only
+    assert sorted(la.index for la in find(replace(split.key, work=99))) == sorted(
+        la.index for la in same_shape
+    )
+    assert sorted(la.index for la in find(replace(split.key, grid=(7777, 1, 1), work=None))) == (
+        sorted(la.index for la in same_name)
+    )
+    assert list(find(replace(split.key, name="no_such_kernel"))) == []
+
+
+def test_record_counts_the_kernels_the_diagnosis_capture_explains_and_keeps_its_rules(
+    tmp_path: Path,
+) -> None:
+    base = FIELD / "h100" / "h100-a"
+    gates = read_captures(
+        [
+            gate_capture(base / f"hf-decoder-run{i}.csv.gz", tmp_path / f"g{i}.csv")
+            for i in (1, 2, 3)
+        ]
+    )
+    # A full capture of some kernels only (the helper's diagnosis sidecar removed).
+    part_csv = diagnosis_capture(base / "hf-decoder-run1.csv.gz", tmp_path / "d.csv", ["gather"])
+    Path(f"{part_csv}.meta.json").unlink()
+    part = read_captures([part_csv])
+    # SYNTHETIC: NCU's rule results, as a .ncu-rep captured with sections carries them.
+    rules = replace(
+        part,
+        launches=tuple(
+            replace(la, rules={"UncoalescedGlobalAccess": "fired"},
+                    metrics={**la.metrics, "ncu_rule.UncoalescedGlobalAccess": 12.5})
+            for la in part.launches
+        ),
+    )  # fmt: skip
+    got = record(gates, RecordSettings(), rules)
+    explained = [k for k in got.baseline.kernels if "gather" in k.name]
+    assert explained and len(explained) < len(got.baseline.kernels)
+    assert any(
+        f"diagnosis side of {len(explained)} of {len(got.baseline.kernels)} kernel(s)" in n
+        for n in got.notes
+    ), got.notes
+    for k in got.baseline.kernels:
+        assert (k.info.get("ncu_rule.UncoalescedGlobalAccess") == 12.5) == (k in explained), k.id
