@@ -7,8 +7,9 @@ no perfgate install.
 
 Each directory may hold junit.xml and pr-comment.md (what the action writes). The JUnit
 testsuites are kept as they are (their names already say which baseline and GPU); the comment
-carries perfgate's marker once, a section per directory, and stays under GitHub's 65,536
-characters (a section that does not fit is named, not cut mid-table).
+carries perfgate's marker once, a section per directory under a `## LABEL` heading (markdown,
+no HTML: perfgate-comment.yml escapes every tag but the bare ones perfgate writes), and stays
+under GitHub's 65,536 characters (a section that does not fit is named, not cut mid-table).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ def _label(directory: Path) -> str:
     # The artifacts' names (perfgate-gpu-h100) or plain directories (perfgate-h100, h100).
     name = directory.name.removeprefix("perfgate-gpu-").removeprefix("perfgate-")
     return name or directory.name
+
+
+def _plain(label: str) -> str:
+    """A label as text in markdown: characters that could start markup or HTML escaped, and
+    a mention broken with a word joiner as perfgate breaks its own (perfgate-comment.yml
+    refuses a comment holding a whole one)."""
+    text = "".join(f"&#{ord(c)};" if c in "<>&`*_[]#|\\" else c for c in label)
+    return text.replace("@", "@\u2060")
 
 
 def merge_junit(files: list[Path]) -> str:
@@ -52,8 +61,10 @@ def merge_comments(sections: list[tuple[str, str]]) -> str:
     room = LIMIT - len(head) - 200  # the closing note
     for label, body in sections:
         text = body.removeprefix(MARKER).lstrip("\n")
-        summary = f"<details open><summary><b>{label}</b></summary>"
-        part = f"{summary}\n\n{text.rstrip()}\n\n</details>\n\n"
+        # A markdown heading, no HTML: perfgate-comment.yml renders only the bare tags perfgate
+        # writes (an attribute such as <details open> is shown as text), and the label is a
+        # directory's name, which markup must not be able to come from.
+        part = f"## {_plain(label)}\n\n{text.rstrip()}\n\n"
         if len(part) <= room:
             parts.append(part)
             room -= len(part)

@@ -4,13 +4,16 @@
     python3 scripts/release_check.py v0.2.0     # in the release workflow, on the tag
     python3 scripts/release_check.py            # the version and the changelog only
 
-perfgate/__init__.py's `__version__` is the one source of the version (the wheel's metadata
-reads it); CHANGELOG.md's first released section (`## [X.Y.Z] - YYYY-MM-DD`, below
-`## [Unreleased]`) must be that version, and a tag must be `v` followed by it.
+perfgate's version comes from the git history (hatch_build.py): `X.Y.Z` at a tag `vX.Y.Z`
+with no local change, `NEXT.devN+gSHA` anywhere else. A tag must be `v` followed by
+MAJOR.MINOR.PATCH (optionally aN, bN, rcN), CHANGELOG.md's first released section (`## [X.Y.Z]
+- YYYY-MM-DD`, below `## [Unreleased]`) must be that version, and the version built here must
+be it (the tag is on the commit checked out, and nothing is changed).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -20,11 +23,14 @@ SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:(a|b|rc)(0|[1-9
 
 
 def package_version(root: Path = ROOT) -> str:
-    text = (root / "perfgate" / "__init__.py").read_text(encoding="utf-8")
-    m = re.search(r'^__version__ = "([^"]+)"$', text, re.M)
-    if not m:
-        raise SystemExit("perfgate/__init__.py has no __version__ line")
-    return m.group(1)
+    """The version a build of `root` gets (hatch_build.py)."""
+    spec = importlib.util.spec_from_file_location("hatch_build", root / "hatch_build.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{root / 'hatch_build.py'}: cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    version: str = module.version(root)
+    return version
 
 
 def released_versions(root: Path = ROOT) -> list[tuple[str, str]]:
@@ -34,29 +40,38 @@ def released_versions(root: Path = ROOT) -> list[tuple[str, str]]:
 
 
 def problems(tag: str | None, root: Path = ROOT) -> list[str]:
-    version = package_version(root)
     found: list[str] = []
-    if not SEMVER.fullmatch(version):
-        found.append(f"__version__ {version!r} is not MAJOR.MINOR.PATCH (optionally aN, bN, rcN)")
     released = released_versions(root)
     if not released:
         found.append("CHANGELOG.md has no released section '## [X.Y.Z] - YYYY-MM-DD'")
-    elif released[0][0] != version:
+    if tag is None:
+        return found
+    wanted = tag.removeprefix("v")
+    if not tag.startswith("v") or not SEMVER.fullmatch(wanted):
+        found.append(f"tag {tag!r} is not vMAJOR.MINOR.PATCH (optionally aN, bN, rcN)")
+        return found
+    if released and released[0][0] != wanted:
         found.append(
-            f"CHANGELOG.md's newest release is {released[0][0]}, __version__ is {version}: "
+            f"CHANGELOG.md's newest release is {released[0][0]}, the tag is {tag}: "
             "move the Unreleased entries under a new '## [X.Y.Z] - date' heading"
         )
-    if tag is not None and tag != f"v{version}":
-        found.append(f"tag {tag!r} does not match __version__ {version} (expected v{version})")
+    built = package_version(root)
+    if built != wanted:
+        found.append(
+            f"tag {tag!r}: the version built here is {built}, not {wanted} (expected the "
+            f"commit tagged {tag} checked out, with no local change)"
+        )
     return found
 
 
 def main(argv: list[str]) -> int:
-    found = problems(argv[1] if len(argv) > 1 else None)
+    tag = argv[1] if len(argv) > 1 else None
+    found = problems(tag)
     for problem in found:
         print(f"release_check: {problem}", file=sys.stderr)
     if not found:
-        print(f"release_check: version {package_version()} is ready to tag v{package_version()}")
+        version = package_version()
+        print(f"release_check: {tag or 'the changelog'} agrees; this tree builds {version}")
     return 1 if found else 0
 
 
