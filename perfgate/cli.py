@@ -502,6 +502,9 @@ def record_command(
             _say(f"  skipped {line}", err=True)
 
 
+_PAST = {"accept": "accepted", "update": "updated", "ratchet": "ratcheted"}
+
+
 def _edit_summary(result: Any, verb: str) -> None:
     from perfgate.reports.format import value
 
@@ -510,7 +513,7 @@ def _edit_summary(result: Any, verb: str) -> None:
         _say(f"{result.path}: nothing to {verb}")
     else:
         n = len(plan.edits)
-        _say(f"{verb}ed {n} kernel{'s' if n != 1 else ''} into {result.path}:")
+        _say(f"{_PAST[verb]} {n} kernel{'s' if n != 1 else ''} into {result.path}:")
         for edit in plan.edits:
             moved = ", ".join(f"{m} was {value(v)}" for m, v in edit.previous.items())
             _say(f"  {edit.action.value:<8} {edit.kernel}" + (f" ({moved})" if moved else ""))

@@ -175,8 +175,17 @@ def run_record(request: RecordRequest) -> RecordResult:
     check_values(capture)
     diagnosis = None
     if request.diagnosis_files:
-        from perfgate.ingest.meta import GATE, read_meta
+        from perfgate.ingest.meta import DIAGNOSIS, GATE, read_meta
 
+        for path in request.diagnosis_files:  # read_captures would ask for its gate capture
+            if read_meta(path).phase == DIAGNOSIS:
+                raise UsageError(
+                    "a --diagnosis-capture is a diagnosis capture of perfgate capture --phases "
+                    "auto (its sidecar says so): it holds only the kernels that failed a check, "
+                    "a launch or two each; give a full capture of the same build (perfgate "
+                    "capture --phases full)",
+                    path,
+                )
         diagnosis = read_captures(request.diagnosis_files)
         if diagnosis.gate:
             raise UsageError(
@@ -380,10 +389,25 @@ def write_step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCo
 def _append(path: str, text: str, what: str) -> None:
     # GitHub owns these files and collects what each step appends to them.
     # Not a regular file any more (replaced since the check began): skipped, never blocked on.
+    # A failed append leaves the file as it was (append_regular), and the file is never
+    # removed after (_remove_report): earlier steps' text in it is not perfgate's.
     try:
         append_regular(path, text)
     except OSError as exc:
-        raise UsageError(f"cannot append to {what}: {exc.strerror or exc}", path) from exc
+        raise UsageError(
+            f"cannot append to {what}: {exc.strerror or exc} (left as it was)", path
+        ) from exc
+
+
+_REPORT_FILES = ("junit", "markdown", "json", "pr_comment")
+
+
+def _remove_report(outputs: ReportOutputs, path: str | None) -> None:
+    """Remove `path` when it is one of the report files perfgate writes whole (an earlier
+    run's, or this run's cut short), so it cannot claim a result; never GitHub's step files,
+    which perfgate only appends to."""
+    if path and path in {getattr(outputs, name) for name in _REPORT_FILES}:
+        remove_stale(path)
 
 
 VERDICTS = {ExitCode.OK: "pass", ExitCode.GATE_FAILED: "fail"}
@@ -559,13 +583,39 @@ def replace_stale_reports(outputs: ReportOutputs, exc: Exception) -> None:
 
 def _safe_outputs(outputs: ReportOutputs, inputs: tuple[str, ...]) -> ReportOutputs:
     """The report outputs less any that check_outputs refuses on its own (after it refused
-    another, the rest were never looked at)."""
+    another, the rest were never looked at): the report files, and GitHub's step files, which
+    are never appended to when they are an input either (a capture, its sidecar, a baseline
+    in a folder given)."""
+    every = _every_input(inputs)
     for path in (outputs.junit, outputs.markdown, outputs.json, outputs.pr_comment):
         try:
-            check_outputs([path], inputs)
+            check_outputs([path], every)
+        except PerfgateError:
+            outputs = without_output(outputs, path)
+    for path in (outputs.step_summary, outputs.github_output):
+        try:
+            check_outputs([path], every, regular_only=())
         except PerfgateError:
             outputs = without_output(outputs, path)
     return outputs
+
+
+def _every_input(paths: tuple[str, ...]) -> list[str]:
+    """`paths` (baselines and captures as given), the baselines of a folder among them, the
+    diagnosis captures that gate sidecars link, and every capture's sidecar."""
+    from perfgate.baseline.selection import SUFFIXES
+    from perfgate.ingest.meta import sidecar_path
+    from perfgate.ingest.phases import linked
+
+    folders = [p for p in paths if Path(p).is_dir()]
+    files = linked([p for p in paths if p not in folders])
+    inside: list[str] = []
+    for folder in folders:
+        try:
+            inside += [str(c) for c in Path(folder).iterdir() if c.suffix in SUFFIXES]
+        except OSError:  # unreadable: run_check said so
+            continue
+    return [*paths, *inside, *files, *(str(sidecar_path(f)) for f in files)]
 
 
 def _report_problem(problem: Report, outputs: ReportOutputs, exc: PerfgateError) -> None:
@@ -579,8 +629,7 @@ def _report_problem(problem: Report, outputs: ReportOutputs, exc: PerfgateError)
     except PerfgateError as also:
         unreported = _ProblemUnreported(exc, also)
         rest = without_output(outputs, also.path) if also.path else outputs
-        if also.path:
-            remove_stale(also.path)
+        _remove_report(outputs, also.path)
     try:
         both = Report(problems=tuple(unreported.lines()))
         write_reports(both, rest)
@@ -692,8 +741,7 @@ def run_check_command(
     except PerfgateError as exc:  # a report file could not be written (disk full, say)
         # None may claim the result: not the earlier run's file at that path, nor this
         # run's reports already written; they say why the check failed instead.
-        if exc.path:
-            remove_stale(exc.path)
+        _remove_report(outputs, exc.path)
         _report_problem(Report(problems=tuple(exc.lines())), without_output(outputs, exc.path), exc)
         raise
     except Exception as exc:

@@ -115,14 +115,15 @@ def test_a_complete_write_replaces_the_file_and_keeps_its_mode(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]
 
 
-def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+def test_a_symlink_is_never_written_through_nor_replaced(tmp_path: Path) -> None:
     real = tmp_path / "real.xml"
     real.write_text("old")
     link = tmp_path / "link.xml"
     link.symlink_to(real.name)
-    fileio.write_text_atomic(link, "new")
+    with pytest.raises(UsageError, match=r"is a symbolic link \(to real.xml\)"):
+        fileio.write_text_atomic(link, "new")
     assert link.is_symlink() and os.readlink(link) == "real.xml"
-    assert real.read_text() == "new"
+    assert real.read_text() == "old"
 
 
 def test_fifos_devices_and_folders_are_never_replaced(tmp_path: Path) -> None:

@@ -8,8 +8,11 @@ file with its last descriptor. Only the two system calls that name it and rename
 cut apart; where `O_TMPFILE` is missing (other systems, some file systems), a named temporary
 file is used and removed on any exception, SIGINT and SIGTERM.
 
-Targets: a symbolic link is written through (its target gets the content, the link stays);
-a FIFO, device, socket or folder is refused, as is a target that is one of the inputs.
+Targets: a symbolic link is refused, never written through nor removed (its target may be
+any file: a baseline, a capture); a FIFO, device, socket or folder is refused, as is a
+target that is one of the inputs. Only regular files are removed, never a link's target.
+An append that fails (a full disk) leaves the file as it was: it is cut back to its length
+before the append.
 """
 
 from __future__ import annotations
@@ -44,16 +47,43 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
-def _destination(path: str | Path) -> tuple[Path, os.stat_result | None]:
-    """The file a write to `path` replaces (a symbolic link resolved to its target) and its
-    status (None when it does not exist yet); a target that is not a regular file is refused."""
-    target = Path(os.path.realpath(path))
+def _link(path: str | Path) -> str | None:
+    """What `path` points to when it is a symbolic link itself (its last part), else None."""
     try:
-        st = target.stat()
+        return str(Path(path).readlink())
+    except OSError:  # not a link, or missing
+        return None
+
+
+def refuse_link(path: str | Path, label: str = "") -> None:
+    """Refuse to write `path` when it is a symbolic link: whatever it points to (a baseline,
+    a capture, a file outside the repository) is not perfgate's to replace, nor is the link.
+    `label` names the option or variable that gave the path ("--json")."""
+    pointee = _link(path)
+    if pointee is not None:
+        named = f"{label} " if label else ""
+        raise UsageError(
+            f"{named}is a symbolic link (to {pointee}); perfgate never writes through a link "
+            "nor replaces one: remove the link or write to another file",
+            path,
+        )
+
+
+def _destination(path: str | Path) -> tuple[Path, os.stat_result | None]:
+    """The file a write to `path` replaces (in its folder, with the folder's links resolved)
+    and its status (None when it does not exist yet); a symbolic link, or a target that is
+    not a regular file, is refused."""
+    refuse_link(path)
+    given = Path(path)
+    target = Path(os.path.realpath(given.parent)) / given.name
+    try:
+        st = target.lstat()
     except FileNotFoundError:
         return target, None
     except OSError as exc:
         raise UsageError(f"cannot write: {exc.strerror or exc}", path) from exc
+    if stat.S_ISLNK(st.st_mode):  # became one since refuse_link looked
+        refuse_link(target)
     kind = _kind(st.st_mode)
     if kind:
         raise UsageError(
@@ -96,13 +126,14 @@ def check_outputs(
 ) -> None:
     """Refuse, before anything is read or written, an output that is one of the inputs (the
     same file by device and inode, so hard links and symbolic links too, or by resolved path
-    when it does not exist), two outputs that are one file, and an output that is not a
-    regular file. An output is a path or (option, path): the option ("--json",
-    "$GITHUB_OUTPUT") is named in the message. Outputs also in `regular_only` (default: all)
-    are refused when not regular files; others (GitHub's step files, skipped by the caller)
-    are not. Raises UsageError naming the output, the option and the input: the one rule for
-    every command that writes (check, record, baseline accept/update, capture). A file name
-    that is not UTF-8 text, input or output, is refused too."""
+    when it does not exist), two outputs that are one file, an output that is a symbolic
+    link and one that is not a regular file. An output is a path or (option, path): the
+    option ("--json", "$GITHUB_OUTPUT") is named in the message. Outputs also in
+    `regular_only` (default: all) are refused when not regular files; others (GitHub's step
+    files, skipped by the caller) are not. Raises UsageError naming the output, the option
+    and the input: the one rule for every command that writes (check, record, baseline
+    accept/update, capture). A file name that is not UTF-8 text, input or output, is refused
+    too."""
     inputs = list(inputs)
     outputs = list(outputs)
     for path in [*inputs, *(o[1] if isinstance(o, tuple) else o for o in outputs)]:
@@ -118,8 +149,6 @@ def check_outputs(
         label, out = item if isinstance(item, tuple) else ("", item)
         if not out:
             continue
-        if strict is None or out in strict:
-            _destination(out)
         resolved = os.path.realpath(out)
         ident = _identity(out)
         for key in (ident, resolved):
@@ -132,6 +161,9 @@ def check_outputs(
                     "write to another file",
                     out,
                 )
+        refuse_link(out, label)  # GitHub's step files too: appended to, never through a link
+        if strict is None or out in strict:
+            _destination(out)
         files[resolved] = ("another output", out)
         if ident:
             files[ident] = ("another output", out)
@@ -149,21 +181,37 @@ def regular_or_absent(path: str) -> str | None:
 
 def append_regular(path: str | Path, text: str) -> bool:
     """Append `text` to `path` (created when missing) if it is a regular file; False, having
-    written nothing, when it is not (a FIFO is opened without blocking and left alone)."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    written nothing, when it is not (a FIFO is opened without blocking and left alone). A
+    symbolic link is refused (UsageError), never appended through. A write that fails part
+    way (a full disk) is undone: the file is cut back to its length before, so what earlier
+    steps wrote stays as it was, and the OSError is raised."""
+    flags = (
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+        | getattr(os, "O_CLOEXEC", 0)
+    )  # fmt: skip
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
         if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO with no reader; a folder
             return False
+        if exc.errno == errno.ELOOP:
+            refuse_link(path)
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return False
         os.set_blocking(fd, True)
         view = memoryview(text.encode("utf-8"))
-        while view:
-            view = view[os.write(fd, view) :]
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            # O_APPEND wrote after st_size (perfgate is the file's one writer while it runs:
+            # GitHub collects a step's files once the step is over).
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, st.st_size)
+            raise
     finally:
         os.close(fd)
     return True
@@ -273,13 +321,23 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         raise UsageError(f"cannot write: {exc.strerror or exc}", path) from exc
 
 
+def move_into_place(source: str | Path, path: str | Path) -> None:
+    """Move `source`, a file perfgate made in `path`'s folder, to `path` in one rename (no
+    copy of a report of hundreds of MB); `path` is refused as write_text_atomic refuses it."""
+    target, _ = _destination(path)
+    try:
+        Path(source).replace(target)
+    except OSError as exc:
+        raise UsageError(f"cannot write: {exc.strerror or exc}", path) from exc
+
+
 def remove_stale(path: str | Path) -> None:
-    """Remove a report left by an earlier run (a regular file only), so it cannot be read as
-    this run's result; a missing file is fine."""
+    """Remove a report left by an earlier run, so it cannot be read as this run's result: a
+    regular file only. A symbolic link is left alone, and so is what it points to (perfgate
+    did not make either); a missing file is fine."""
     with contextlib.suppress(OSError):
-        target = Path(os.path.realpath(path))
-        if stat.S_ISREG(target.stat().st_mode):
-            target.unlink()
+        if stat.S_ISREG(Path(path).lstat().st_mode):
+            Path(path).unlink()  # unlink never follows a link, should one appear meanwhile
 
 
 def remove_own_files(

@@ -92,7 +92,7 @@ def read_meta(capture_path: str) -> CaptureMeta:
         value = doc.get(key)
         if value is not None and not isinstance(value, str):
             raise CaptureError(f"{key} must be a string or null, not {value!r}", path)
-        values[key] = value
+        values[key] = _text(key, value, path)
     if values["phase"] is not None and values["phase"] not in PHASES:
         raise CaptureError(
             f"phase must be one of {', '.join(PHASES)} or null, not {values['phase']!r}", path
@@ -112,8 +112,37 @@ def read_meta(capture_path: str) -> CaptureMeta:
     if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
         raise CaptureError(f"program_exit_code must be an integer or null, not {code!r}", path)
     return CaptureMeta(
-        str(path), **values, program_exit_code=code, scope=_scope(doc, path), diagnosis=diagnosis
-    )
+        str(path), **values, program_exit_code=code, scope=_scope(doc, path),
+        diagnosis=_text("diagnosis", diagnosis, path),
+    )  # fmt: skip
+
+
+# YAML reads these as line breaks: a baseline holding one would not read back as written.
+_BREAKS = {"\x85": "a NEL (U+0085)", "\u2028": "a U+2028", "\u2029": "a U+2029"}
+
+
+def _text(key: str, value: str | None, path: Path) -> str | None:
+    """A sidecar string as perfgate may keep it (a baseline's fingerprint, the reports): the
+    rules of every other text kept (gate.check_kept_text): UTF-8 only (JSON's "\\ud800" is a
+    lone surrogate, which no file can hold) and no NEL, U+2028 or U+2029."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CaptureError(
+            f"{key}: not UTF-8 text (a lone surrogate \\u{ord(value[exc.start]):04x} at "
+            f"character {exc.start + 1}); a sidecar holds UTF-8 text only",
+            path,
+        ) from exc
+    for ch, what in _BREAKS.items():
+        if ch in value:
+            raise CaptureError(
+                f"{key}: {what} character at character {value.index(ch) + 1}, which YAML "
+                "reads as a line break: a baseline could not keep it",
+                path,
+            )
+    return value
 
 
 def _scope(doc: dict[str, object], path: Path) -> str | None:
@@ -122,7 +151,10 @@ def _scope(doc: dict[str, object], path: Path) -> str | None:
         raise CaptureError(f"scope must be a string or null, not {scope!r}", path)
     command = doc.get("command")
     if command is None:
-        return scope
+        return _text("scope", scope, path)
     if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
         raise CaptureError("command must be a list of strings (the ncu command line)", path)
-    return scope if scope is not None else capture_scope(command)
+    if scope is not None:
+        return _text("scope", scope, path)
+    # Only ncu's launch filters are kept of the command (the program's arguments are not).
+    return _text("command", capture_scope(command), path)

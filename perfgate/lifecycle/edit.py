@@ -11,6 +11,7 @@ would be a timestamp, "no" a boolean).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -199,7 +200,75 @@ def _history(record: Mapping[str, Any]) -> Any:
 
 
 def apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, when: Stamp) -> str:
-    """The baseline file's text with the plan's edits made; everything else as it was."""
+    """The baseline file's text with the plan's edits made; everything else as it was: its
+    line ends (CRLF stays CRLF) and the comments above each top-level key too."""
+    crlf = _crlf(text)
+    if crlf:  # ruamel writes what it makes with \n: edit in \n, then give the file's own back
+        text = text.replace("\r\n", "\n")
+    notes, bare = _take_key_comments(text)
+    edited = _put_key_comments(_apply(bare, baseline, plan, reason, when), notes)
+    return edited.replace("\n", "\r\n") if crlf else edited
+
+
+def _crlf(text: str) -> bool:
+    """Whether the file ends its lines with CRLF (most of them: an editor's stray line aside)."""
+    return text.count("\r\n") * 2 > text.count("\n")
+
+
+# A top-level key of the baseline: at the start of a line, a plain name and a colon.
+_TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?=[ \t]|$)")
+
+
+def _is_note(line: str) -> bool:
+    """A blank line, or a comment at the start of its line (never the text of a block scalar,
+    which is indented)."""
+    return not line.strip() or line.startswith("#")
+
+
+def _take_key_comments(text: str) -> tuple[dict[str, list[str]], str]:
+    """The comment lines right above each top-level key, taken out of the text: each key ->
+    the blank and comment lines above it as written, and the text without those comments
+    (its blank lines stay). ruamel hangs such a comment on the end of the block before the
+    key: it would go when that block is rewritten (the program's time, the fingerprint), or
+    end up above a key the edit adds to that block (`updated_at`)."""
+    lines = text.split("\n")
+    notes: dict[str, list[str]] = {}
+    drop: set[int] = set()
+    for i, line in enumerate(lines):
+        match = _TOP_KEY.match(line)
+        if not match or match.group(1) in notes:
+            continue
+        start = i
+        while start > 0 and _is_note(lines[start - 1]):
+            start -= 1
+        comments = [j for j in range(start, i) if lines[j].strip()]
+        if comments:
+            notes[match.group(1)] = lines[start:i]
+            drop.update(comments)
+    return notes, "\n".join(line for j, line in enumerate(lines) if j not in drop)
+
+
+def _put_key_comments(text: str, notes: dict[str, list[str]]) -> str:
+    """`text` with each key's comment lines (_take_key_comments) back above it, in place of
+    the blank lines there, as the file had them."""
+    if not notes:
+        return text
+    out: list[str] = []
+    done: set[str] = set()
+    for line in text.split("\n"):
+        match = _TOP_KEY.match(line)
+        key = match.group(1) if match else None
+        if key in notes and key not in done:
+            done.add(key)
+            start = len(out)
+            while start > 0 and not out[start - 1].strip():
+                start -= 1
+            out[start:] = notes[key]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _apply(text: str, baseline: Baseline, plan: EditPlan, reason: str | None, when: Stamp) -> str:
     doc = load(text)
     kernels = doc["kernels"]
     # By id, never by list position: each edit lands on the entry of its kernel's id in this

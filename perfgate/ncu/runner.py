@@ -25,7 +25,7 @@ from typing import IO
 
 from perfgate.common.errors import CaptureError, PerfgateError, UsageError
 from perfgate.common.escape import log_line
-from perfgate.common.fileio import remove_stale, write_text_atomic
+from perfgate.common.fileio import move_into_place, remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ingest.scope import capture_scope
 from perfgate.ncu.command import (
@@ -128,10 +128,17 @@ def _pump(source: IO[bytes], sink: IO[str], ncu_lines: list[str]) -> None:
 
 
 def _check_output_path(options: CaptureOptions, plan_inputs: list[str]) -> None:
-    # The one rule of perfgate.common.fileio: by inode (links) and resolved path.
+    # The one rule of perfgate.common.fileio: by inode (links) and resolved path; and none of
+    # the files a run writes or removes beside the capture is a link or an input.
     from perfgate.common.fileio import check_outputs
 
-    check_outputs([("-o", options.output)], [p for p in plan_inputs if p])
+    check_outputs(_labelled(Path(options.output)), [p for p in plan_inputs if p])
+
+
+def _labelled(out: Path, name: str = "-o") -> list[tuple[str, str | None]]:
+    """The files a capture at `out` writes, each with what names it in a message."""
+    labels = (name, f"{name} (its metadata)", f"{name} (its ncu log)", f"{name} (its ncu report)")
+    return list(zip(labels, _outputs(out), strict=True))
 
 
 def _version(ncu: str) -> str | None:
@@ -275,8 +282,8 @@ def _run(
         if meta["cc"] is None:  # no nvidia-smi: the capture's own CC column says
             meta["cc"] = _cc_of(csv_text)
             write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
-        if options.keep_report:
-            shutil.copyfile(rep, f"{out}.ncu-rep")
+        if options.keep_report:  # a rename, as the report lies in work/ beside `out`
+            move_into_place(rep, f"{out}.ncu-rep")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     columns = _columns(csv_text)
@@ -376,7 +383,12 @@ def dry_run(options: CaptureOptions) -> CapturePlan:
 
 
 def remove_capture(output: str) -> None:
-    """An earlier run's capture at `output` with its log, metadata and report."""
+    """An earlier run's capture at `output` with its log, metadata and report: regular files
+    only. A symbolic link or a FIFO among them is refused first (UsageError), so nothing is
+    removed and nothing is written through it."""
+    from perfgate.common.fileio import check_outputs
+
+    check_outputs(_labelled(Path(output), "an earlier capture"), [])
     for old in _outputs(Path(output)):
         remove_stale(old)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from perfgate import __version__
@@ -152,5 +153,13 @@ def to_dict(report: Report) -> dict[str, Any]:
     }
 
 
+# A lone surrogate: a byte of a kernel name that is not UTF-8 (NVIDIA's ncu_report hands one
+# over as U+DC80-U+DCFF). No UTF-8 file or stream holds one, and JSON's own escape of it
+# ("\\udcff") is no character either; it is written as the visible text the other reports
+# show (common.escape.one_line): a backslash, "u" and four hex digits.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def render(report: Report) -> str:
-    return json.dumps(to_dict(report), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    text = json.dumps(to_dict(report), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)

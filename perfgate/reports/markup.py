@@ -30,11 +30,18 @@ _LONG = 32
 
 def code(text: str) -> str:
     """Inline code; a long name gets <wbr> break points after '_', ',' and ':' so that a
-    cuDNN kernel name does not stretch a table past the page (copied text is unchanged)."""
+    cuDNN kernel name does not stretch a table past the page (copied text is unchanged).
+
+    `<code>` is raw HTML, and GitHub still turns `www.x.com`, `http://...` and `a@b.com`
+    between its tags into live links (a markdown code span would not, but a backquote in a
+    name would end it). So the whole text goes through no_mentions first, which puts an
+    invisible word joiner into `www.`, `://` and after `@`; GitHub renders it as plain text.
+    Character by character, `www` would never be seen next to its `.`."""
     if len(text) <= _LONG:
         return f"<code>{cell(text)}</code>"
+    inert = no_mentions(one_line(text))
     return (
         "<code>"
-        + "".join(cell(ch) + ("<wbr>" if ch in _BREAK_AFTER else "") for ch in text)
+        + "".join(cell(ch) + ("<wbr>" if ch in _BREAK_AFTER else "") for ch in inert)
         + "</code>"
     )
