@@ -601,20 +601,16 @@ def _safe_outputs(outputs: ReportOutputs, inputs: tuple[str, ...]) -> ReportOutp
 
 
 def _every_input(paths: tuple[str, ...]) -> list[str]:
-    """`paths` (baselines and captures as given), the baselines of a folder among them, the
-    diagnosis captures that gate sidecars link, and every capture's sidecar."""
-    from perfgate.baseline.selection import SUFFIXES
+    """`paths` (baselines and captures as given), the baselines of a folder among them (its
+    subfolders too, as expand finds them), the diagnosis captures that gate sidecars link, and
+    every capture's sidecar."""
+    from perfgate.baseline.selection import below
     from perfgate.ingest.meta import sidecar_path
     from perfgate.ingest.phases import linked
 
     folders = [p for p in paths if Path(p).is_dir()]
     files = linked([p for p in paths if p not in folders])
-    inside: list[str] = []
-    for folder in folders:
-        try:
-            inside += [str(c) for c in Path(folder).iterdir() if c.suffix in SUFFIXES]
-        except OSError:  # unreadable: run_check said so
-            continue
+    inside = [str(c) for folder in folders for c in below(Path(folder))]
     return [*paths, *inside, *files, *(str(sidecar_path(f)) for f in files)]
 
 

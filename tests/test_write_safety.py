@@ -241,6 +241,21 @@ def test_a_step_file_that_is_an_input_is_never_appended_to(
     assert baseline.read_bytes() == ZOO.read_bytes()
 
 
+def test_a_step_file_naming_a_baseline_of_a_folder_is_never_appended_to(tmp_path: Path) -> None:
+    """The same, for a baseline found in a subfolder of a --baseline folder."""
+    folder = tmp_path / "baselines"
+    (folder / "h100").mkdir(parents=True)
+    baseline = folder / "h100" / "zoo.yaml"
+    shutil.copyfile(ZOO, baseline)
+    capture = tmp_path / "cap.csv"
+    shutil.copyfile(GOOD[0], capture)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(baseline), "GITHUB_OUTPUT": ""}
+    proc = perfgate("check", "-b", str(folder), "-c", str(capture), "--json", str(capture), env=env)  # fmt: skip
+    assert proc.returncode == 2 and "--json is also an input" in proc.stderr, proc.stderr
+    assert baseline.read_bytes() == ZOO.read_bytes()
+    assert capture.read_bytes() == GOOD[0].read_bytes()
+
+
 # ------------------------------------------------------------------------- sidecar text
 
 
