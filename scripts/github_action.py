@@ -8,6 +8,11 @@ split into arguments with shlex. perfgate itself writes the annotations, the ste
 the step outputs ($GITHUB_OUTPUT); this script adds `captures` (the files gated) and exits
 with perfgate's exit code.
 
+The baseline input names one baseline file per GPU (or folders of them, searched with their
+subfolders). `perfgate capture` gets every one and covers those recorded on the runner's GPU;
+`perfgate check` gets the files of the GPUs the captures ran on (a file named to check is
+always checked, so the other GPUs' files would fail as all missing), folders as they are.
+
 When something fails before `perfgate check` has said so (inputs that cannot be planned, a
 capture that fails, a check that stops without writing its outputs), this script does what the
 check would have: an `::error` annotation carrying the cause (the failing command's own error
@@ -216,9 +221,9 @@ def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
         except ValueError as exc:
             return f"cannot split the program or capture-args input into arguments: {exc}"
         output = env.get("PERFGATE_CAPTURE_OUTPUT", "").strip() or "perfgate-report/capture.csv"
-        runs.append(
-            [perfgate, "capture", "--baseline", baselines[0], "-o", output, *extra, "--", *argv]
-        )
+        # Every baseline given: perfgate capture covers those recorded on the runner's GPU.
+        given = [a for b in baselines for a in ("--baseline", b)]
+        runs.append([perfgate, "capture", *given, "-o", output, *extra, "--", *argv])
         captures.append(output)
     if not captures:
         return "nothing to gate: give captures, or a program to capture"
@@ -235,6 +240,60 @@ def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
     check += [*_report_args(env), "--fail-on", fail_on, "--github", *extra_check]
     runs.append(check)
     return runs, captures
+
+
+def baselines_for(baselines: Sequence[str], captures: Sequence[str]) -> tuple[list[str], str]:
+    """Of baseline files given one per GPU, those of the GPUs the captures ran on (and any
+    that names no GPU), folders kept as they are; with a line for the log saying which were
+    left out. All of them, and "", when fewer than two files are given, when none is for
+    these GPUs (the check then says so, listing them) or when the files cannot be read
+    (the check says why)."""
+    files = [b for b in baselines if not os.path.isdir(b)]  # noqa: PTH112
+    if len(files) < 2:
+        return list(baselines), ""
+    try:
+        from perfgate.baseline.fingerprint import Fingerprint, differences
+        from perfgate.baseline.load import load_baseline
+        from perfgate.ingest import MetricSelection, read_captures
+
+        gpus = {(la.device, la.cc) for la in read_captures(captures, MetricSelection(())).launches}
+        recorded = {b: load_baseline(b).gpu for b in files}
+    except Exception:  # perfgate check reads them again, and says what is wrong
+        return list(baselines), ""
+
+    def ran_on(fp: Fingerprint, gpu: tuple[str | None, str | None]) -> bool:
+        return gpu[0] is not None and not differences(fp, Fingerprint(gpu=gpu[0], cc=gpu[1]))[0]
+
+    mine = [b for b in files if not recorded[b].known or any(ran_on(recorded[b], g) for g in gpus)]
+    if not any(recorded[b].known for b in mine):
+        return list(baselines), ""
+    left = [b for b in files if b not in mine]
+    shown_gpus = ", ".join(sorted({str(g[0]) for g in gpus if g[0]}))
+    line = (
+        f"perfgate action: the captures ran on {shown_gpus}: not checked against "
+        + "; ".join(f"{b} ({recorded[b].describe()})" for b in left)
+        if left
+        else ""
+    )
+    return [b for b in baselines if b not in left], line
+
+
+def for_the_gpu(check: list[str], captures: Sequence[str]) -> list[str]:
+    """The check's command line with only the baselines of the captures' GPUs."""
+    given = [check[i + 1] for i, a in enumerate(check[:-1]) if a == "--baseline"]
+    chosen, line = baselines_for(given, captures)
+    if not line:
+        return check
+    print(line, flush=True)
+    rest: list[str] = []
+    i = 0
+    while i < len(check):
+        if check[i] == "--baseline":
+            i += 2
+            continue
+        rest.append(check[i])
+        i += 1
+    return [*rest[:2], *(a for b in chosen for a in ("--baseline", b)), *rest[2:]]
 
 
 def _output(env: Mapping[str, str], name: str, value: str) -> None:
@@ -256,6 +315,8 @@ def main(env: Mapping[str, str] = os.environ) -> int:
     code = 0
     for argv in runs:
         capture = argv[1] == "capture"
+        if not capture:
+            argv = for_the_gpu(argv, captures)
         if capture:  # the program's own output, folded away in the log
             print("::group::perfgate capture", flush=True)
         print("$ " + shown(["perfgate", *argv[1:]]), flush=True)

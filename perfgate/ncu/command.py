@@ -16,6 +16,7 @@ from pathlib import Path
 
 from perfgate.baseline.load import load_baseline
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.baseline.selection import below
 from perfgate.common.errors import UsageError
 from perfgate.ingest.launches import cc_version
 from perfgate.ingest.names import function_name
@@ -88,14 +89,15 @@ class CapturePlan:
 
 
 def baseline_files(paths: Iterable[str]) -> list[str]:
-    """The files behind --baseline: a file as it is, a directory's *.yaml and *.yml."""
+    """The files behind --baseline: a file as it is, a directory's *.yaml and *.yml, its
+    subfolders' too (baselines/<gpu>/*.yaml: perfgate.baseline.selection, as check reads it)."""
     out: list[str] = []
     for given in paths:
         p = Path(given)
         if p.is_dir():
-            found = sorted(str(f) for f in p.iterdir() if f.suffix in (".yaml", ".yml"))
+            found = [str(f) for f in below(p)]
             if not found:
-                raise UsageError("no *.yaml or *.yml baseline in this directory", given)
+                raise UsageError("no *.yaml or *.yml baseline in this folder or below", given)
             out.extend(found)
         elif p.exists():
             out.append(given)
@@ -105,11 +107,8 @@ def baseline_files(paths: Iterable[str]) -> list[str]:
 
 
 def _recorded_gpu(baseline: Baseline) -> tuple[str | None, str | None]:
-    gpu = baseline.provenance.get("gpu")
-    if not isinstance(gpu, dict):
-        return None, None
-    name, cc = gpu.get("name"), gpu.get("cc")
-    return (name if isinstance(name, str) else None, str(cc) if cc is not None else None)
+    # The fingerprint's GPU (a baseline older than fingerprints: its provenance's).
+    return baseline.gpu.gpu, baseline.gpu.cc
 
 
 def select_baselines(
