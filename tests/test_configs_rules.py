@@ -17,11 +17,14 @@ import pytest
 
 from perfgate.baseline.model import LaunchConfig
 from perfgate.identity.configs import (
+    best_configuration,
     config_of,
     describe_change,
+    describe_choice,
     expected_duration,
     merge_tuned,
     pin_advice,
+    slower_choice,
     tuned_reason,
     with_durations,
 )
@@ -174,10 +177,31 @@ def test_no_recorded_duration_expects_none() -> None:
     assert expected_duration([cfg(A, 2), cfg(B, 1)], [launch(A, RUN1, 0)]) is None
 
 
-def test_each_launch_expects_its_configurations_duration_or_the_fastest() -> None:
+def test_every_launch_expects_the_fastest_configurations_duration() -> None:
+    """Issue 31: a launch at a slower recorded configuration is held to the best the baseline
+    saw, not to its own configuration's time (the autotuner's slower choice is a slower
+    kernel); a configuration never seen, likewise."""
     configs = [cfg(A, 2, 1000.0), cfg(B, 1, 800.0)]
-    launches = [launch(A, RUN1, 0), launch(C, RUN1, 1)]  # C never seen: the fastest, 800
-    assert expected_duration(configs, launches) == pytest.approx((1000.0 + 800.0) / 2)
+    for launches in ([launch(A, RUN1, 0)], [launch(A, RUN1, 0), launch(C, RUN1, 1)]):
+        assert expected_duration(configs, launches) == pytest.approx(800.0)
+    assert best_configuration(configs) == configs[1]
+    assert best_configuration([cfg(A, 2), cfg(B, 1)]) is None
+
+
+def test_a_slower_choice_is_named_with_the_best() -> None:
+    configs = [cfg(A, 2, 1000.0), cfg(B, 1, 800.0)]
+
+    def mean(some):  # type: ignore[no-untyped-def]
+        return sum(float(la.metrics["gpu__time_duration.sum"]) for la in some) / len(some)
+
+    at_a = [launch(A, RUN1, 0, ns=1100.0)]
+    said = slower_choice(configs, at_a, mean)
+    assert said.startswith(f"the autotuner chose {describe_choice(config_of(at_a[0]))} (1.1 us)")
+    assert f"the baseline's best was {describe_choice(configs[1])} (0.8 us)" in said
+    new = [launch(C, RUN1, 0, ns=900.0)]
+    assert "(0.9 us, not seen when recorded)" in slower_choice(configs, new, mean)
+    assert slower_choice(configs, [launch(B, RUN1, 0, ns=900.0)], mean) == ""  # the best one
+    assert slower_choice([cfg(A, 2), cfg(B, 1)], at_a, mean) == ""  # no time recorded
 
 
 # pin_advice: how to pin the configuration, by who chose it.

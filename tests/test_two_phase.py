@@ -689,14 +689,18 @@ def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
 
 def test_without_the_diagnosis_side_a_gate_baseline_explains_less(tmp_path: Path) -> None:
     """The fp32 decoder: against a gate-basis baseline recorded without --diagnosis-capture,
-    the merged diagnosis says "More work" where a full capture names the stall and the vector
-    width (the baseline has no diagnosis side to compare with); record notes it."""
+    the merged diagnosis says "More work" where a full capture names the vector width (the
+    baseline has no diagnosis side to compare with); record notes it. (A full capture once
+    named a long-scoreboard stall too: the bf16 build's copy kernel at grid 1x1x1 runs two
+    work classes, 199 and 540 instructions, and the fp32 build only the 540 one, which matched
+    by class number was judged against the 199-instruction class; paired by work it is its
+    own class, unchanged, and the 199 one is missing. Issue 31.)"""
     data = ROOT / "tests" / "data"
     base = "field/h100/h100-a/hf-decoder"
     changed = data / "field/changes/h100-e/hf-decoder-fp32-run1.csv.gz"
     full_runs = [data / f"{base}-run{i}.csv.gz" for i in (1, 2, 3)]
     full = _headlines(changes_result(base, str(changed.relative_to(data))))
-    assert set(full.values()) >= {"stall-long_scoreboard", "vectorized-access"}, full
+    assert "vectorized-access" in set(full.values()), full
     gates = [gate_capture(r, tmp_path / f"b{i}.csv") for i, r in enumerate(full_runs)]
     alone = record(read_captures(gates), RecordSettings())
     assert any("--diagnosis-capture" in n for n in alone.notes)

@@ -142,16 +142,80 @@ def with_durations(
     return tuple(out)
 
 
+def best_configuration(configs: Sequence[LaunchConfig]) -> LaunchConfig | None:
+    """The fastest configuration the baseline saw (the least recorded best duration); None
+    where no duration was recorded."""
+    timed = [c for c in configs if c.duration is not None]
+    return min(timed, key=lambda c: c.duration or 0.0) if timed else None
+
+
 def expected_duration(configs: Sequence[LaunchConfig], launches: Sequence[Launch]) -> float | None:
-    """What an autotuned entry's launches should take: each launch at its configuration's
-    recorded best duration, at the fastest recorded one where its configuration was never
-    seen (an autotuner's new choice is a regression only if slower than the best it had,
-    beyond the floor), averaged over the launches. None where no duration was recorded."""
-    known = {c.shape: c.duration for c in configs if c.duration is not None}
-    if not known or not launches:
+    """What an autotuned entry's launches should take, whatever configuration they ran at:
+    the best duration the baseline saw at any configuration. A configuration is the
+    autotuner's choice, and a slower choice is a slower kernel: held only to its own
+    configuration's time, `perfgate_autotuned_mm` forced onto the slowest configuration one
+    recording run used (29.5 -> 40.4 us, +37%, triton-autotune h100-a) passed. The bound is one
+    configuration's noise (perfgate.lifecycle.record), so a choice slower than the best beyond
+    noise fails, and `slower_choice` names it. None where no duration was recorded."""
+    best = best_configuration(configs)
+    if best is None or not launches:
         return None
-    fastest = min(known.values())
-    return sum(known.get(config_of(la).shape, fastest) for la in launches) / len(launches)
+    return best.duration
+
+
+def _warps(config: LaunchConfig) -> str:
+    """ "8 warps" for a block of 256 threads (Triton's num_warps), "" where unknown."""
+    if config.block is None:
+        return ""
+    threads = config.block[0] * config.block[1] * config.block[2]
+    warps = -(-threads // 32)
+    return f" ({warps} warp{'s' if warps != 1 else ''})"
+
+
+def describe_choice(config: LaunchConfig) -> str:
+    """A configuration as a kernel engineer names it: grid, block with its warps (a Triton
+    kernel's num_warps), registers and shared memory."""
+    text = config.describe()
+    if config.block is None:
+        return text
+    dims = "x".join(str(v) for v in config.block)
+    return text.replace(f"block {dims}", f"block {dims}{_warps(config)}", 1)
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.1f} us"
+
+
+def slower_choice(
+    configs: Sequence[LaunchConfig],
+    launches: Sequence[Launch],
+    duration: Callable[[Sequence[Launch]], float | None],
+) -> str:
+    """What an autotuned kernel slower than the baseline's best ran at, by configuration:
+    "the autotuner chose grid 512x1x1 block 128x1x1 (4 warps) registers 126 (40.4 us); the
+    baseline's best was grid 128x1x1 block 256x1x1 (8 warps) registers 204 (29.5 us)"; ""
+    where every launch ran at the best configuration or no time is known.
+    `duration`: the kernel-level duration of some launches (the catalog's measure)."""
+    best = best_configuration(configs)
+    if best is None or best.duration is None:
+        return ""
+    by: dict[tuple[object, ...], list[Launch]] = {}
+    for launch in launches:
+        by.setdefault(config_of(launch).shape, []).append(launch)
+    if set(by) == {best.shape}:
+        return ""
+    known = {c.shape for c in configs}
+    chosen = []
+    for members in by.values():
+        config = config_of(members[0])
+        took = duration(members)
+        seen = "" if config.shape in known else ", not seen when recorded"
+        timed = f" ({_us(took)}{seen})" if took is not None else f" ({seen[2:]})" if seen else ""
+        chosen.append(describe_choice(config) + timed)
+    return (
+        f"the autotuner chose {', '.join(chosen)}; the baseline's best was "
+        f"{describe_choice(best)} ({_us(best.duration)}), which an autotuned kernel is held to"
+    )
 
 
 def describe_reconfig(recorded: LaunchConfig, current: Sequence[LaunchConfig]) -> str:
@@ -185,10 +249,26 @@ def pin_advice(name: str) -> str:
 
 def tuned_warning(kernel_id: str, name: str, configs: Sequence[LaunchConfig], why: str) -> str:
     seen = "; ".join(f"{c.describe()} in {c.runs} run{'s' if c.runs != 1 else ''}" for c in configs)
+    best = best_configuration(configs)
+    held = ""
+    if best is not None and best.duration:
+        fastest = best.duration
+        slower = [
+            f"{describe_choice(c)} {_us(c.duration)} ({(c.duration / fastest - 1) * 100:+.1f}%)"
+            for c in configs
+            if c.duration is not None and c is not best and c.duration > fastest
+        ]
+        held = (
+            f" A check holds its duration to the best configuration seen, "
+            f"{describe_choice(best)} ({_us(fastest)})"
+            + (f"; a run that picks a slower one fails: {', '.join(slower)}" if slower else "")
+            + "."
+        )
     return (
         f"{kernel_id}: autotuned launch configuration ({why}): recorded as one entry that "
-        f"gates {', '.join(CONFIG_INDEPENDENT)} only; seen: {seen}. To gate all its metrics, "
-        f"pin the configuration: {pin_advice(name)} (docs/identity.md)"
+        f"gates {', '.join(CONFIG_INDEPENDENT)} only; seen: {seen}.{held} To gate all its "
+        f"metrics and keep the choice from varying, pin the configuration: {pin_advice(name)} "
+        "(docs/identity.md)"
     )
 
 

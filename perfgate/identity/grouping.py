@@ -6,7 +6,9 @@ A kernel's identity is what makes it the same kernel across builds (docs/identit
 - optionally the NVTX range it ran in (the same kernel in two regions, when asked for),
 - and for a name and shape that run clearly different amounts of work (a persistent cuBLAS
   kernel serving two GEMMs of a model), the work class: launches whose instruction counts
-  differ by more than `WORK_GAP` are different kernels, numbered by size.
+  differ by more than `WORK_GAP` are different kernels, numbered by size within one capture.
+  The number is a label, not the identity: a baseline's classes are paired with a capture's
+  by their work (`pair_work_classes`), so one new smaller class renumbers nothing.
 Matching a baseline entry tries the exact name first and falls back to the normalised name
 (lambda instances, anonymous namespaces, Inductor's graph index) only where that is
 unambiguous, so renumbering is recognised without ever merging two real kernels.
@@ -164,10 +166,19 @@ def new_ids(keys: Sequence[KernelKey], taken: Iterable[str]) -> dict[KernelKey, 
     holds: a kernel also launched at a second grid is a new entry that says its shape
     ("zoo_add [grid 8192x1x1]"), never a second entry of the baselined one's id."""
     used = set(taken)
+    # The ids whose kernel has work classes, without the class: a new class of such a kernel
+    # takes the next free class number ("nvjet... #work3"), never a baselined class's id.
+    classed = {u.rsplit(" #work", 1)[0] for u in used if " #work" in u}
     out: dict[KernelKey, str] = {}
     for key, kid in readable_ids(keys).items():
-        if kid in used and key.work is not None and f"{kid} #work{key.work}" not in used:
-            kid = f"{kid} #work{key.work}"
+        label = f" #work{key.work}"
+        base = kid[: -len(label)] if key.work is not None and kid.endswith(label) else kid
+        if key.work is not None and (kid in used or base in used or base in classed):
+            n = key.work
+            while f"{base} #work{n}" in used:
+                n += 1
+            kid = f"{base} #work{n}"
+            classed.add(base)
         elif kid in used:
             shaped = f"{kid} [grid {_dims(key.grid)}]"
             if shaped in used:
@@ -178,6 +189,33 @@ def new_ids(keys: Sequence[KernelKey], taken: Iterable[str]) -> dict[KernelKey, 
         used.add(kid)
         out[key] = kid
     return out
+
+
+def pair_work_classes(
+    recorded: Sequence[float | None], current: Sequence[float | None]
+) -> dict[int, int] | None:
+    """Which current work class each recorded class of one name and shape is, by their work
+    (the instruction counts the classes are split by), never by their number: index into
+    `recorded` -> index into `current`.
+
+    Each current class goes to the recorded class whose work is nearest (in log distance);
+    where several current classes are nearest to one recorded class, the nearest of them takes
+    it and the others are left (new kernels), never handed to a farther recorded class: with
+    classes of 0.5M and 1.5M instructions recorded and 0.15M, 0.5M and 1.5M now, the 0.15M
+    class is new and the others keep their own baselines (hf-encoder's
+    nvjet_sm90_hsh_96x64_64x10_1x2_h_bz_bias_TNN, tests/test_work_classes.py). A recorded class no
+    current class is nearest to is left (missing). None where a work value is unknown on
+    either side (a capture without instruction counts is one class): not decidable by work."""
+    known = [v for v in (*recorded, *current) if v is not None and v > 0]
+    if len(known) < len(recorded) + len(current):
+        return None
+    nearest: dict[int, tuple[float, int]] = {}  # recorded index -> (distance, current index)
+    for c, work in enumerate(current):
+        distances = [log_distance(work, r) for r in recorded]  # type: ignore[arg-type]
+        r = min(range(len(recorded)), key=lambda i: (distances[i], i))
+        if r not in nearest or distances[r] < nearest[r][0]:
+            nearest[r] = (distances[r], c)
+    return {r: c for r, (_, c) in sorted(nearest.items())}
 
 
 def log_distance(a: float, b: float) -> float:

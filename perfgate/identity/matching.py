@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from perfgate.baseline.model import Baseline, KernelBaseline
 from perfgate.identity.configs import configurations, describe_change, describe_reconfig
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelGroup, log_distance
+from perfgate.identity.grouping import KernelGroup, log_distance, pair_work_classes
 from perfgate.ingest.launches import Launch
 from perfgate.ingest.names import normalise
 
@@ -50,20 +50,85 @@ def _same_shape(entry: KernelBaseline, group: KernelGroup, by_nvtx: bool) -> boo
     return not (by_nvtx and m.nvtx != k.nvtx)
 
 
+def recorded_work(entry: KernelBaseline) -> float | None:
+    """The work an entry recorded: its instruction count (gated or in `info`), the measure
+    work classes are split by (perfgate.identity.grouping.WORK_METRIC)."""
+    value = entry.value("instructions_executed")
+    return float(value) if isinstance(value, float | int) and value > 0 else None
+
+
 def pick_work(entry: KernelBaseline, candidates: list[KernelGroup]) -> KernelGroup:
-    """Of one name and shape split by work, the class the entry recorded."""
+    """Of one name and shape split by work, the class nearest the entry's recorded work; by
+    the class number only where no work was recorded (the number follows size, so one new
+    smaller class renumbers the others)."""
+    recorded = recorded_work(entry)
+    if recorded is not None:
+        return min(candidates, key=lambda g: log_distance(g.instructions or 0.0, recorded))
     if entry.match.work is not None:
         for group in candidates:
             if group.key.work == entry.match.work:
                 return group
-    recorded = entry.value("instructions_executed")
-    if isinstance(recorded, float):
-        return min(candidates, key=lambda g: log_distance(g.instructions or 0.0, recorded))
     return candidates[0]
+
+
+def _identity(entry: KernelBaseline, by_nvtx: bool) -> tuple[object, ...]:
+    m = entry.match
+    return (m.name, m.grid, m.block, m.nvtx if by_nvtx else None)
+
+
+def _work_pairs(
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    by_name: dict[str, list[int]],
+    by_nvtx: bool,
+) -> dict[str, int | None]:
+    """Entry id -> group index (None: no class is this one) for every entry recorded as a work
+    class (`work:` in its match): the entries of one name and shape are paired with that name
+    and shape's groups by their work (perfgate.identity.grouping.pair_work_classes), never by
+    the class number, which follows size and is renumbered by one new smaller class."""
+    classes: dict[tuple[object, ...], list[KernelBaseline]] = {}
+    for entry in entries:
+        if entry.match.work is not None and not entry.match.explicit and not entry.tuned:
+            classes.setdefault(_identity(entry, by_nvtx), []).append(entry)
+    out: dict[str, int | None] = {}
+    for members in classes.values():
+        first = members[0]
+        present = [
+            i
+            for i in by_name.get(first.match.name or "", ())
+            if _same_shape(first, groups[i], by_nvtx)
+        ]
+        pairs = pair_work_classes(
+            [recorded_work(e) for e in members], [groups[i].instructions for i in present]
+        )
+        if pairs is None:
+            # No work known on a side: the class number, the only thing left to go by (an
+            # unsplit group, a capture without instruction counts, is the first class's).
+            numbered = {groups[i].key.work or 1: i for i in reversed(present)}
+            pairs = {
+                r: present.index(numbered[e.match.work or 0])
+                for r, e in enumerate(members)
+                if (e.match.work or 0) in numbered
+            }
+        for r, entry in enumerate(members):
+            out[entry.id] = present[pairs[r]] if r in pairs else None
+    return out
+
+
+def _other_class(entry: KernelBaseline, group: KernelGroup, by_nvtx: bool) -> bool:
+    """A group of a work-class entry's own name and shape that the pairing by work did not
+    give it: another class of the kernel (new), never the entry "renamed" or "reshaped"."""
+    return (
+        entry.match.work is not None
+        and group.key.name == entry.match.name
+        and _same_shape(entry, group, by_nvtx)
+    )
 
 
 # How an entry's launches were found when they fall into work classes its entry does not have.
 SPLIT = "split"
+# Why a missing work class is paired with new classes of its own name and shape.
+OTHER_WORK = "the same kernel at its launch shape with other work"
 
 
 def _split(
@@ -117,9 +182,10 @@ def _by_name(
     entries: Sequence[KernelBaseline], groups: Sequence[KernelGroup], by_nvtx: bool
 ) -> _Pass:
     """Pass 1, the exact name and launch shape: each entry takes the first group still
-    unclaimed of its name and shape, or of several split by work, the class it recorded. An
-    explicit entry (function or regex) pools every group it matches, and is never left to a
-    later pass."""
+    unclaimed of its name and shape; an entry recorded as a work class, the class of its name
+    and shape whose work is nearest its own (_work_pairs), else none (missing, never renamed
+    or reshaped into another class of its kernel). An explicit entry (function or regex) pools
+    every group it matches, and is never left to a later pass."""
     taken: dict[str, tuple[list[KernelGroup], str]] = {}
     claimed: set[int] = set()
     left: list[KernelBaseline] = []
@@ -127,7 +193,17 @@ def _by_name(
     by_name: dict[str, list[int]] = {}
     for i, group in enumerate(groups):
         by_name.setdefault(group.key.name, []).append(i)
+    paired = _work_pairs(entries, groups, by_name, by_nvtx)
+    # Held for their entries: no entry of another identity takes a class paired by work.
+    claimed.update(i for i in paired.values() if i is not None)
     for entry in entries:
+        if entry.id in paired:
+            index = paired[entry.id]
+            if index is None:
+                left.append(entry)
+            else:
+                taken[entry.id] = ([groups[index]], "name")
+            continue
         if entry.match.explicit:
             pooled = _pooled(entry, groups)
             claimed.update(pooled)
@@ -277,7 +353,9 @@ def _renamed(
         entries,
         groups,
         claimed,
-        lambda entry, group: _same_shape(entry, group, by_nvtx),
+        lambda entry, group: (
+            _same_shape(entry, group, by_nvtx) and not _other_class(entry, group, by_nvtx)
+        ),
         lambda entry, _: f"renamed: was {entry.match.name}",
     )
 
@@ -293,7 +371,7 @@ def _reshaped(
         entries,
         groups,
         claimed,
-        lambda _entry, _group: True,
+        lambda entry, group: not _other_class(entry, group, False),
         lambda entry, group: (
             f"reshaped: grid {entry.match.grid} block {entry.match.block} -> "
             f"grid {group.key.grid} block {group.key.block}"
@@ -425,6 +503,13 @@ def _replacements(
     for entry in missing:
         name = entry.name or entry.match.name or ""
         same = _same_kernel(name, unclaimed)
+        if (
+            same
+            and entry.match.work is not None
+            and all(_other_class(entry, g, baseline.by_nvtx) for g in same)
+        ):
+            replaced[entry.id] = (same, OTHER_WORK)
+            continue
         if same:
             replaced[entry.id] = (same, "the same kernel at another launch shape")
             continue

@@ -153,8 +153,15 @@ def unqualified(name: str) -> str:
 
     >>> unqualified("void at::native::k<at::<unnamed>::F<long>>(int)")
     'void k<F<long>>(int)'
+
+    Seen in the same pair: ncu stripped `at::<unnamed>::F` to `unnamed>::F` (the qualifier cut
+    at its `<`), so that spelling goes too:
+
+    >>> unqualified("void k<AUnaryFunctor<long, bool, unnamed>::F<long>>>(int)")
+    'void k<AUnaryFunctor<long, bool, F<long>>>(int)'
     """
-    return _QUALIFIER.sub("", normalise(name).replace("<unnamed>::", ""))
+    bare = normalise(name).replace("<unnamed>::", "").replace("unnamed>::", "")
+    return _QUALIFIER.sub("", bare)
 
 
 def _template_arguments(text: str) -> list[str]:

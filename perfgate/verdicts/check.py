@@ -21,7 +21,12 @@ from perfgate.causes.changes import (
     find_changes,
 )
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
-from perfgate.identity.configs import CONFIG_INDEPENDENT, expected_duration
+from perfgate.identity.configs import (
+    CONFIG_INDEPENDENT,
+    expected_duration,
+    pin_advice,
+    slower_choice,
+)
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import (
     WORK_GAP,
@@ -30,7 +35,7 @@ from perfgate.identity.grouping import (
     group_launches,
     new_ids,
 )
-from perfgate.identity.matching import SPLIT, Matching, match
+from perfgate.identity.matching import OTHER_WORK, SPLIT, Matching, match, recorded_work
 from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.names import short_name
 from perfgate.judge.comparison import (
@@ -592,7 +597,9 @@ def _out_of_scope(
         launches=None if "launches" in reasons else configured.launches,
         metrics=tuple(m for m in configured.metrics if m.name not in reasons),
     )
-    verdict = _judge_kernel(judged, launches, capture, baseline, how, memo)
+    verdict = _named_choice(
+        _judge_kernel(judged, launches, capture, baseline, how, memo), judged, launches, capture
+    )
     skipped = tuple(
         Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
                    message=reasons[m.name])
@@ -623,6 +630,40 @@ def _per_configuration(kernel: KernelBaseline, launches: Sequence[Launch]) -> Ke
         replace(m, value=expected) if m.name == "duration" else m for m in kernel.metrics
     )
     return replace(kernel, metrics=metrics)
+
+
+def _named_choice(
+    verdict: KernelVerdict, kernel: KernelBaseline, launches: Sequence[Launch], capture: Capture
+) -> KernelVerdict:
+    """An autotuned kernel slower than the best configuration its baseline saw: its duration
+    says which configuration the autotuner chose and which was the best
+    (perfgate.identity.configs.slower_choice)."""
+    if not kernel.tuned or not any(
+        c.metric == "duration" and c.state is State.REGRESSED for c in verdict.comparisons
+    ):
+        return verdict
+
+    def duration(some: Sequence[Launch]) -> float | None:
+        got = measure(lookup("duration"), some, capture.columns)
+        timed = isinstance(got, Measured) and isinstance(got.value, float)
+        return float(got.value) if timed else None  # type: ignore[union-attr]
+
+    named = slower_choice(kernel.configurations, launches, duration)
+    if not named:
+        return verdict
+    comparisons = tuple(
+        replace(c, message=f"{c.message}; {named}" if c.message else named)
+        if c.metric == "duration" and c.state is State.REGRESSED
+        else c
+        for c in verdict.comparisons
+    )
+    # The headline: a rule comparing the counters of two configurations explains the tile.
+    chosen = RootCause(
+        "autotuned-configuration", CauseKind.REGRESSION,
+        "Slower autotuner choice", named,
+        pin_advice(kernel.name or launches[0].name), explains=("duration", "total_time"),
+    )  # fmt: skip
+    return replace(verdict, comparisons=comparisons, causes=(chosen, *verdict.causes))
 
 
 # Matched by another identity, or an autotuned kernel at another configuration than most
@@ -718,6 +759,17 @@ def _names(groups: Sequence[KernelGroup], ids: Mapping[KernelKey, str]) -> str:
     return ", ".join(shown) + more
 
 
+def _other_work(kernel: KernelBaseline, groups: Sequence[KernelGroup]) -> str:
+    """A work class gone while its name and shape run other work (perfgate.identity.matching)."""
+    recorded = recorded_work(kernel)
+    was = f"{recorded:,.0f} instructions a launch" if recorded is not None else "its work"
+    now = ", ".join(f"{g.instructions:,.0f}" for g in groups[:3] if g.instructions is not None)
+    return (
+        f"work changed: recorded at {was}; its name and shape now run other work "
+        f"({now or 'unknown'} instructions), no class of it near the recorded one"
+    )
+
+
 def _missing(
     kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
 ) -> KernelVerdict:
@@ -739,6 +791,8 @@ def _missing(
                 f"launch shape changed: recorded at grid {kernel.match.grid} block "
                 f"{kernel.match.block}, now at {shapes}"
             )
+            if why == OTHER_WORK:
+                title, message = "Work changed", _other_work(kernel, groups)
             lever = (
                 "if the new shape is intended (a new batch or problem size), accept it "
                 "(perfgate baseline accept --reason ...); otherwise find what changed the launch "
@@ -863,9 +917,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
             passed = None
             if rows is not None and not how.startswith(_CHANGED):
                 passed = passing.comparisons(kernel, launches, capture, rows)
-            verdicts.append(
-                _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
-            )
+            verdict = _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
+            verdicts.append(_named_choice(verdict, kernel, launches, capture))
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:
