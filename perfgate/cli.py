@@ -513,10 +513,21 @@ def _edit_summary(result: Any, verb: str) -> None:
         _say(f"{result.path}: nothing to {verb}")
     else:
         n = len(plan.edits)
-        _say(f"{_PAST[verb]} {n} kernel{'s' if n != 1 else ''} into {result.path}:")
+        what = [f"{n} kernel{'s' if n != 1 else ''}"] if n or plan.program is None else []
+        if plan.program is not None:
+            what.append("the program GPU time")
+        _say(f"{_PAST[verb]} {' and '.join(what)} into {result.path}:")
         for edit in plan.edits:
             moved = ", ".join(f"{m} was {value(v)}" for m, v in edit.previous.items())
             _say(f"  {edit.action.value:<8} {edit.kernel}" + (f" ({moved})" if moved else ""))
+        if plan.program is not None and plan.program_action is not None:
+            entry = plan.program.history[-1:] if plan.program.history else ()
+            was = ", ".join(f"was {value(v, 'ns')}" for h in entry for v in h.previous.values())
+            now = value(plan.program.value, "ns")
+            _say(
+                f"  {plan.program_action.value:<8} program GPU time {now}"
+                + (f" ({was})" if was else "")
+            )
     for line in plan.left:
         _say(f"  left     {line}", err=True)
 
@@ -542,6 +553,11 @@ _output_option = click.option(
     "kernel that regressed or went missing).",
 )  # fmt: skip
 @click.option("--add-new", is_flag=True, help="Also add kernels that are new to the baseline.")
+@click.option(
+    "--program", "program", is_flag=True,
+    help="Also take the whole-program GPU time (default: only without --kernel, and only "
+    "when it regressed itself).",
+)  # fmt: skip
 @_by_option
 @_output_option
 @_guard
@@ -551,15 +567,25 @@ def accept_command(
     reason: str,
     kernels: tuple[str, ...],
     add_new: bool,
+    program: bool,
     by: str | None,
     output: str | None,
 ) -> None:
     """Take new values for kernels whose change is intended, with a reason; thresholds and
-    comments people wrote are kept, and the previous values go into the kernel's history."""
+    comments people wrote are kept, and the previous values go into the kernel's history.
+    The whole-program GPU time changes only when named (--program), or without --kernel when
+    it regressed itself; its history names the change."""
     from perfgate.gate import EditRequest, run_accept
 
     request = EditRequest(
-        baseline, captures, reason, kernels, add_new=add_new, by=by, output=output
+        baseline,
+        captures,
+        reason,
+        kernels,
+        add_new=add_new,
+        program=program,
+        by=by,
+        output=output,
     )
     _edit_summary(run_accept(request), "accept")
 
@@ -569,7 +595,7 @@ def accept_command(
 @_capture_files_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
 @click.option(
     "--reason", help="Why; with a reason, kernels that regressed are taken too (and recorded "
-    "as accepted).",
+    "as accepted), and so is a regressed whole-program GPU time.",
 )  # fmt: skip
 @click.option(
     "--ratchet", is_flag=True,

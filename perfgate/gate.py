@@ -217,6 +217,7 @@ class EditRequest:
     kernel_patterns: tuple[str, ...] = ()  # accept: the kernels to take (default: regressed)
     add_new: bool = False  # take kernels new to the baseline too
     ratchet: bool = False  # update: only improvements, bounds only tighten
+    program: bool = False  # accept: take the whole-program time too (named)
     by: str | None = None  # who (default: CI actor, git user, login)
     output: str | None = None  # default: the baseline itself, edited in place
 
@@ -249,8 +250,17 @@ def _edit_locked(request: EditRequest, accept: bool, target: str) -> EditResult:
     baseline = parse_baseline(text, request.baseline)
     capture = read_captures(request.capture_files)
     check_values(capture)
+    when = stamp(request.by)
     if accept:
-        plan = plan_accept(baseline, capture, request.kernel_patterns, request.add_new)
+        plan = plan_accept(
+            baseline,
+            capture,
+            request.kernel_patterns,
+            request.add_new,
+            program=request.program,
+            reason=request.reason,
+            when=when,
+        )
     else:
         plan = plan_update(
             baseline,
@@ -258,10 +268,12 @@ def _edit_locked(request: EditRequest, accept: bool, target: str) -> EditResult:
             ratchet=request.ratchet,
             take_regressions=request.reason is not None,
             add_new=request.add_new,
+            reason=request.reason,
+            when=when,
         )
-    if not plan.edits and plan.fingerprint in (None, baseline.fingerprint):
+    if not plan.edits and plan.program is None and plan.fingerprint in (None, baseline.fingerprint):
         return EditResult(target, plan, False)
-    edited = apply_plan(text, baseline, plan, request.reason, stamp(request.by))
+    edited = apply_plan(text, baseline, plan, request.reason, when)
     try:
         parse_baseline(edited, target)  # what is written must load: a bug here must not land
     except PerfgateError as exc:

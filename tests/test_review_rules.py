@@ -148,6 +148,37 @@ FILE_EDITS: dict[str, Edit] = {
 }
 
 
+def _fingerprint(key: str, value: object) -> Edit:
+    def edit(doc: Doc) -> None:
+        doc["fingerprint"][key] = value
+
+    return edit
+
+
+def _fewer(key: str) -> Edit:
+    def edit(doc: Doc) -> None:
+        doc["fingerprint"][key] = doc["fingerprint"][key][1:]
+
+    return edit
+
+
+# One edit per property of the fingerprint (issue 31: a hand-added `scope:` line switched off
+# launch counts and the program time, and neither `diff` nor `show` said so).
+FINGERPRINT_EDITS: dict[str, Edit] = {
+    "gpu": _fingerprint("gpu", "NVIDIA H100 PCIe"),
+    "cc": _fingerprint("cc", "9.1"),
+    "ncu": _fingerprint("ncu", "2025.1.1.0"),
+    "driver": _fingerprint("driver", "570.86.15"),
+    "clock_control": _fingerprint("clock_control", "none"),
+    "cache_control": _fingerprint("cache_control", "none"),
+    "stall_family": _fingerprint("stall_family", "per_issue_active"),
+    "stall_reasons": _fewer("stall_reasons"),
+    "metrics": _fewer("metrics"),
+    "scope": _fingerprint("scope", "--launch-count 1000"),
+    "time_basis": _fingerprint("time_basis", "gate"),
+}
+
+
 def _base() -> Doc:
     doc: Doc = yaml.safe_load(ZOO.read_text())
     return doc
@@ -163,6 +194,7 @@ def test_every_schema_property_has_an_edit_here() -> None:
     assert set(OVERRIDE_EDITS) == set(DEFS["override"]["properties"])
     assert set(KERNEL_EDITS) | KERNEL_NOT_GATED == set(DEFS["kernel"]["properties"])
     assert set(MATCH_EDITS) == set(DEFS["match"]["properties"])
+    assert set(FINGERPRINT_EDITS) == set(SCHEMA["properties"]["fingerprint"]["properties"])
     program = SCHEMA["properties"]["program"]["properties"]["gpu_time"]["properties"]
     assert {"value", "threshold", "calibration"} <= set(program)
 
@@ -173,6 +205,7 @@ ALL_EDITS = {
     **{f"kernel.{k}": v for k, v in KERNEL_EDITS.items()},
     **{f"match.{k}": v for k, v in MATCH_EDITS.items()},
     **{f"file.{k}": v for k, v in FILE_EDITS.items()},
+    **{f"fingerprint.{k}": v for k, v in FINGERPRINT_EDITS.items()},
 }
 
 
@@ -243,3 +276,29 @@ def test_a_reworded_calibration_is_listed_with_all_and_still_differs(
     assert code == 1 and "1 more changed within their bounds" in out, out
     code, out = _cli("baseline", "diff", "--all", str(before), str(after))
     assert code == 0 and "calibration 3 runs: spread" in out and "-> 3 runs: reworded" in out
+
+
+def test_a_hand_added_scope_is_named_by_diff_and_show(before: Path, tmp_path: Path) -> None:
+    """The hostile round's edit: one `scope: --launch-count 1000` line in the fingerprint.
+    `validate` accepts it (a scope is free text), and from then on launch counts and the program
+    time are not compared for a capture of another scope: diff and show must both say it."""
+    doc = _base()
+    FINGERPRINT_EDITS["scope"](doc)
+    after = _write(doc, tmp_path / "after.yaml")
+    code, out = _cli("baseline", "diff", "--exit-code", str(before), str(after))
+    assert code == 1, out
+    assert "fingerprint changed" in out and "gate the same values" not in out
+    assert "fingerprint scope: - -> --launch-count 1000" in out
+    code, out = _cli("baseline", "show", str(after), "-k", "init_random")
+    assert code == 0 and "scope --launch-count 1000" in out.splitlines()[0], out
+    code, out = _cli("baseline", "diff", "--format", "markdown", str(before), str(after))
+    assert "fingerprint scope" in out and "--launch-count 1000" in out, out
+
+
+def test_diff_prints_a_fingerprint_list_as_written(before: Path, tmp_path: Path) -> None:
+    doc = _base()
+    FINGERPRINT_EDITS["stall_reasons"](doc)
+    after = _write(doc, tmp_path / "after.yaml")
+    _, out = _cli("baseline", "diff", str(before), str(after))
+    assert "fingerprint stall_reasons: [barrier, branch_resolving," in out, out
+    assert "-> [branch_resolving," in out and "('" not in out

@@ -156,6 +156,8 @@ def program_document(program: ProgramBaseline) -> dict[str, Any]:
     }
     if program.calibration:
         doc["calibration"] = program.calibration
+    if program.history:
+        doc["history"] = [history_document(h) for h in program.history]
     return doc
 
 

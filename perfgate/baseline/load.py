@@ -598,6 +598,20 @@ def _program(data: Mapping[str, Any]) -> ProgramBaseline | None:
         runs=tuple(float(r) for r in entry.get("runs") or ()),
         unit=entry.get("unit", "ns"),
         calibration=entry.get("calibration"),
+        history=_history(entry),
+    )
+
+
+def _history(entry: Mapping[str, Any]) -> tuple[HistoryEntry, ...]:
+    return tuple(
+        HistoryEntry(
+            date=h["date"],
+            reason=h["reason"],
+            by=h.get("by"),
+            action=h.get("action"),
+            previous=h.get("previous") or {},
+        )
+        for h in entry.get("history") or ()
     )
 
 
@@ -666,16 +680,7 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
                     )
                     for c in kernel.get("configurations") or ()
                 ),
-                history=tuple(
-                    HistoryEntry(
-                        date=h["date"],
-                        reason=h["reason"],
-                        by=h.get("by"),
-                        action=h.get("action"),
-                        previous=h.get("previous") or {},
-                    )
-                    for h in kernel.get("history") or ()
-                ),
+                history=_history(kernel),
                 line=_line(line_of, ["kernels", i]),
             )
         )

@@ -175,6 +175,8 @@ class ProgramBaseline:
     runs: tuple[float, ...] = ()  # ns: each capture file's total, in record order
     unit: str = "ns"
     calibration: str | None = None  # how the bound was derived, for a reviewer
+    # Changes accepted into it (accept, update, ratchet), newest last, as a kernel's history.
+    history: tuple[HistoryEntry, ...] = ()
 
 
 @dataclass(frozen=True)

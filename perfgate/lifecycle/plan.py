@@ -2,11 +2,20 @@
 from new captures, which values they replace, and what stays as people wrote it.
 
 - `accept`: the named kernels (default: those that regressed or went missing) take the new
-  values, with a reason; their previous values go into the entry's history.
+  values, with a reason; their previous values go into the entry's history. The whole-program
+  GPU time is taken only when named too (`--program`), or by default when it regressed itself;
+  `accept -k ONE` never takes it (a new kernel elsewhere would move it).
 - `update`: every kernel is re-recorded from new captures. A kernel that regressed is only
   taken with a reason (then it is accepted like above); kernels new in the capture are added.
-- `update --ratchet`: only what improved beyond its bound takes the new value, and a bound
-  only ever tightens: safe to run unattended on the main branch after a merge.
+  The program time likewise: re-recorded within its bound, taken past it only with a reason.
+- `update --ratchet`: only what improved beyond its bound takes the new value, and no bound
+  or range ever widens: the median moves only the better way, the recorded launch range only
+  inward, and of two bounds the one that lets the value move less stays. Captures of another
+  scope or time basis than the baseline's give it nothing. Safe to run unattended on the
+  main branch after a merge.
+
+Whatever is taken is named in the history of what took it (a kernel's entry, or the program
+time's own `history`).
 
 What people wrote is never replaced: the file's choice of metrics per kernel, explicit
 `function:`/`regex:` matches, categorical checks, top-level `thresholds:`, and any numeric
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import math
 import os
 import re
 import shutil
@@ -42,16 +52,16 @@ from perfgate.common.errors import UsageError
 from perfgate.identity.grouping import KernelGroup, group_launches, new_ids
 from perfgate.identity.matching import SPLIT, match, pick_work
 from perfgate.ingest.launches import Capture
-from perfgate.judge.comparison import State
-from perfgate.judge.policy import acceptable
+from perfgate.judge.comparison import State, merged_bounds
+from perfgate.judge.policy import acceptable, failing
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.calibrate import floor_for
 from perfgate.lifecycle.program import record_program
 from perfgate.lifecycle.record import capture_fingerprint, record_kernel
 from perfgate.metrics.catalog import default_metrics
-from perfgate.metrics.thresholds import ThresholdOverride
+from perfgate.metrics.thresholds import Direction, ThresholdOverride
 from perfgate.verdicts.check import SCOPED_METRICS, TIME_METRICS, CheckSettings, check
-from perfgate.verdicts.model import CheckResult, KernelVerdict
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
 
@@ -80,10 +90,11 @@ class EditPlan:
     fingerprint: Fingerprint | None  # the captures' fingerprint (update); None: unchanged
     left: tuple[str, ...] = ()  # what was not taken, and why
     result: CheckResult | None = None
-    # The whole-program GPU time to write (None: the file's stays). Accepting or updating
-    # takes the captured build as the new normal, the program's time included; the ratchet
-    # takes it only where it got faster.
+    # The whole-program GPU time to write, its history included (None: the file's stays). It
+    # is taken only when named (accept --program, or accept of what failed when it did), by an
+    # update within its bound or with a reason, and by the ratchet where it improved beyond it.
     program: ProgramBaseline | None = None
+    program_action: Action | None = None  # how it was taken (None: not taken)
 
 
 @dataclass(frozen=True)
@@ -338,11 +349,66 @@ def _selected(patterns: Sequence[str], verdict: KernelVerdict) -> bool:
     )
 
 
+PROGRAM = "program GPU time"
+PROGRAM_KEY = "gpu_time"  # the program time's key in a history entry's `previous`
+RATCHET_REASON = "improved beyond its bound (perfgate baseline update --ratchet)"
+
+
+def _program_change(verdict: ProgramVerdict | None) -> str:
+    change = verdict.change if verdict is not None else None
+    return f" ({change:+.1%})" if change is not None else ""
+
+
+def _program_taken(
+    baseline: Baseline,
+    fresh: ProgramBaseline,
+    action: Action,
+    reason: str | None,
+    when: Stamp | None,
+) -> ProgramBaseline | None:
+    """The program time to write: `fresh` with the file's history, and an entry naming this
+    change where a kernel's entry would get one (a reason given, or accepted or ratcheted).
+    None when it is the file's as it is (nothing to write)."""
+    old = baseline.program
+    history = old.history if old is not None else ()
+    if old is not None and (fresh.value, fresh.relative, fresh.runs, fresh.calibration) == (
+        old.value,
+        old.relative,
+        old.runs,
+        old.calibration,
+    ):
+        return None
+    if reason is not None or action in (Action.ACCEPT, Action.RATCHET):
+        when = when or stamp()
+        previous: dict[str, float | str] = {}
+        if old is not None and old.value != fresh.value:
+            previous[PROGRAM_KEY] = old.value
+        if reason is None and old is None:
+            reason = "recorded where the baseline had none (perfgate baseline update --ratchet)"
+        entry = HistoryEntry(
+            date=when.date,
+            reason=reason or RATCHET_REASON,
+            by=when.by,
+            action=action.value,
+            previous=previous,
+        )
+        history = (*history, entry)[-HISTORY_KEPT:]
+    return replace(fresh, history=history)
+
+
 def plan_accept(
-    baseline: Baseline, capture: Capture, patterns: Sequence[str] = (), add_new: bool = False
+    baseline: Baseline,
+    capture: Capture,
+    patterns: Sequence[str] = (),
+    add_new: bool = False,
+    program: bool = False,
+    reason: str | None = None,
+    when: Stamp | None = None,
 ) -> EditPlan:
     """The kernels named by `patterns` (regexes over id and name), or by default every kernel
-    that regressed or went missing, take the values of the captures."""
+    that regressed or went missing, take the values of the captures. The whole-program time
+    is taken when `program` names it, or by default (no `patterns`) when it regressed: a
+    kernel named alone never takes it. `reason` and `when`: for the program's history."""
     for pattern in patterns:
         user_patterns.checked(pattern, "--kernel")
     capture, other_scope, other_basis = _for_gpu(baseline, capture)
@@ -366,20 +432,216 @@ def plan_accept(
         edits.extend(_added(classes.get(verdict.kernel, ())))
     if add_new:
         edits.extend(_added(added))
-    if not edits:
+    taken, action = _accepted_program(
+        capture, result, patterns, program, other_scope or other_basis, left
+    )
+    new_program = (
+        _program_taken(baseline, taken, action, reason, when) if taken is not None else None
+    )
+    if not edits and new_program is None:
         what = "named by --kernel" if patterns else "that regressed or went missing"
+        if program:
+            raise UsageError(
+                f"the {PROGRAM} is as the captures give it, and no kernel {what}: nothing "
+                "to accept",
+                baseline.path,
+            )
         raise UsageError(
             f"no kernel {what}: nothing to accept (perfgate check shows what changed)",
             baseline.path,
         )
+    return EditPlan(
+        tuple(edits),
+        None,
+        tuple(left),
+        result,
+        new_program,
+        action if new_program is not None else None,
+    )
+
+
+def _accepted_program(
+    capture: Capture,
+    result: CheckResult,
+    patterns: Sequence[str],
+    named: bool,
+    other: str,
+    left: list[str],
+) -> tuple[ProgramBaseline | None, Action]:
+    """The program time `accept` takes: named (--program), or by default (no --kernel)
+    when it fails the check. What it leaves, and why, goes to `left`."""
+    verdict = result.program
+    failed = verdict is not None and acceptable(verdict.state)
+    if not named and (patterns or not failed):
+        if failed or (verdict is not None and verdict.state is KernelState.IMPROVED):
+            state = verdict.state.value if verdict is not None else ""
+            left.append(
+                f"{PROGRAM}: {state}{_program_change(verdict)}; not named, kept as it was "
+                "(--program takes it)"
+            )
+        return None, Action.ACCEPT
     # A sum over launches of their durations: of another scope or time basis, not taken.
-    program = record_program(capture) if not (other_scope or other_basis) else None
-    return EditPlan(tuple(edits), None, tuple(left), result, program)
+    fresh = record_program(capture) if not other else None
+    if fresh is None:
+        why = other or "a capture file holds no gpu__time_duration.sum for some launch"
+        if named:
+            raise UsageError(f"cannot take the {PROGRAM} from these captures: {why}")
+        left.append(f"{PROGRAM}: {why}; kept as it was")
+        return None, Action.ACCEPT
+    return fresh, Action.ACCEPT
 
 
-def _ratcheted(baseline: Baseline, fresh: ProgramBaseline | None) -> ProgramBaseline | None:
-    old = baseline.program
-    return fresh if fresh is not None and (old is None or fresh.value < old.value) else None
+# ------------------------------------------------------------------------------ the ratchet
+
+
+def _allowance(relative: float, absolute: float, value: float) -> float:
+    """How far a bound lets a value move: beyond both parts counts (perfgate.judge.outcome)."""
+    return max(absolute, relative * abs(value))
+
+
+def passing_range(metric: MetricBaseline, baseline: Baseline) -> tuple[float, float]:
+    """The values a check lets pass as not worse for `metric` (as judge.outcome judges them:
+    from the edge of the recorded launch range, or from the median under a calibrated bound,
+    widened by the bound's allowance on each worse side); -inf/inf on a side that is never
+    worse. A ratchet's edit must leave this range as it was or narrower."""
+    value = float(metric.value)
+    bounds = merged_bounds(metric.definition, metric, baseline)
+    ranged = metric.calibration is None or metric.threshold is None
+    low = min(metric.low, value) if ranged and metric.low is not None else value
+    high = max(metric.high, value) if ranged and metric.high is not None else value
+    allow = _allowance(bounds.threshold.relative, bounds.threshold.absolute, value)
+    direction = bounds.direction
+    top = high + allow if direction is not Direction.LOWER_IS_WORSE else math.inf
+    bottom = low - allow if direction is not Direction.HIGHER_IS_WORSE else -math.inf
+    return bottom, top
+
+
+def _within(inner: tuple[float, float], outer: tuple[float, float]) -> bool:
+    slack = 1e-9 * max([1.0, *(abs(x) for x in (*inner, *outer) if math.isfinite(x))])
+    return inner[0] >= outer[0] - slack and inner[1] <= outer[1] + slack
+
+
+def ratcheted_metric(
+    baseline: Baseline, old: MetricBaseline, fresh: MetricBaseline
+) -> MetricBaseline | None:
+    """`old` tightened by what `fresh` (recorded from the captures) improved, or None when it
+    cannot be without widening something. The median moves only the better way; the launch
+    range only inward on the worse side (on the better side no further than the new median);
+    the bound is the old one, or the freshly calibrated one where perfgate calibrated the old
+    (threshold_is_perfgates) and the new lets less through. Everything else is the old
+    entry's: unit, formula, shares, categorical rules."""
+    if isinstance(old.value, str) or isinstance(fresh.value, str):
+        return None
+    value, new = float(old.value), float(fresh.value)
+    direction = merged_bounds(old.definition, old, baseline).direction
+    if direction is Direction.ANY_CHANGE or new == value:
+        return None
+    if (new < value) != (direction is Direction.HIGHER_IS_WORSE):
+        return None  # not better: the median never moves the worse way
+    low = min(old.low if old.low is not None else value, value)
+    high = max(old.high if old.high is not None else value, value)
+    fresh_low = min(fresh.low if fresh.low is not None else new, new)
+    fresh_high = max(fresh.high if fresh.high is not None else new, new)
+    # Inward of both ranges, and never so far that the range leaves out the new median.
+    new_low, new_high = min(max(fresh_low, low), new), max(min(fresh_high, high), new)
+    options = [(old.threshold, old.calibration)]
+    if threshold_is_perfgates(old) and fresh.calibration is not None:
+        # The bound the new runs calibrated, where it lets the new median move no further
+        # than the one in force (as the writer, perfgate.lifecycle.edit, decides it too).
+        in_force = merged_bounds(old.definition, old, baseline).threshold
+        proposed = merged_bounds(
+            fresh.definition, replace(old, threshold=fresh.threshold), baseline
+        )
+        if _allowance(proposed.threshold.relative, proposed.threshold.absolute, new) <= (
+            _allowance(in_force.relative, in_force.absolute, new)
+        ):
+            options.insert(0, (fresh.threshold, fresh.calibration))
+    before = passing_range(old, baseline)
+    best: tuple[float, MetricBaseline] | None = None
+    for threshold, calibration in options:
+        lo, hi = new_low, new_high
+        if calibration is None or threshold is None:
+            # Judged from the range's worse edge: that edge plus the bound's allowance at the
+            # new median (larger, for a value that is better when higher) stays inside.
+            bound = merged_bounds(old.definition, replace(old, threshold=threshold), baseline)
+            allow = _allowance(bound.threshold.relative, bound.threshold.absolute, new)
+            if direction is Direction.HIGHER_IS_WORSE:
+                hi = min(hi, before[1] - allow)
+            else:
+                lo = max(lo, before[0] + allow)
+            if not lo <= new <= hi:
+                continue
+        candidate = replace(
+            old, value=new, low=lo, high=hi, threshold=threshold, calibration=calibration
+        )
+        after = passing_range(candidate, baseline)
+        if not _within(after, before):
+            continue
+        # The worse side's edge: the lower, the tighter (higher is better: the higher).
+        edge = after[1] if direction is Direction.HIGHER_IS_WORSE else -after[0]
+        if best is None or edge < best[0]:
+            best = (edge, candidate)
+    return best[1] if best is not None else None
+
+
+def _ratchet_edit(
+    baseline: Baseline, verdict: KernelVerdict, entry: KernelBaseline, kernel: KernelBaseline
+) -> tuple[KernelEdit | None, list[str]]:
+    """The ratchet's edit of one kernel that improved: each improved metric tightened
+    (ratcheted_metric), its entry otherwise as the file has it (match, launches, info)."""
+    better = [c.metric for c in verdict.comparisons if c.state is State.IMPROVED]
+    olds = {m.name: m for m in entry.metrics}
+    news = {m.name: m for m in kernel.metrics}
+    taken: list[MetricBaseline] = []
+    skipped: list[str] = []
+    for name in better:
+        old, fresh = olds.get(name), news.get(name)
+        tightened = ratcheted_metric(baseline, old, fresh) if old and fresh else None
+        if tightened is None:
+            skipped.append(name)
+        else:
+            taken.append(tightened)
+    left = []
+    if skipped:
+        left.append(
+            f"{verdict.kernel}: {', '.join(skipped)} improved, but taking "
+            f"{'it' if len(skipped) == 1 else 'them'} would widen a bound or range; the "
+            "ratchet leaves them as they were"
+        )
+    if not taken:
+        return None, left
+    edit = KernelEdit(
+        verdict.kernel,
+        Action.RATCHET,
+        replace(entry, metrics=tuple(taken), history=()),
+        tuple(m.name for m in taken),
+        {m.name: olds[m.name].value for m in taken},
+        verdict.state,
+    )
+    return edit, left
+
+
+def _ratcheted_program(
+    baseline: Baseline, fresh: ProgramBaseline | None, result: CheckResult
+) -> ProgramBaseline | None:
+    """The program time the ratchet writes: where it improved beyond its bound and no kernel
+    fails (a faster total beside a regressed or missing kernel is the other side of that
+    change), the faster value with the tighter of the two bounds; a baseline without one gets
+    the fresh one."""
+    old, verdict = baseline.program, result.program
+    if fresh is None or any(failing(v.state) for v in result.verdicts):
+        return None
+    if old is None:
+        return fresh
+    if verdict is None or verdict.state is not KernelState.IMPROVED or fresh.value >= old.value:
+        return None
+    if fresh.relative <= old.relative:
+        return fresh
+    return replace(fresh, relative=old.relative, calibration=old.calibration)
+
+
+def _other_captures(other_scope: str, other_basis: str) -> str:
+    return "; ".join(x for x in (other_scope, other_basis) if x)
 
 
 def plan_update(
@@ -388,15 +650,30 @@ def plan_update(
     ratchet: bool = False,
     take_regressions: bool = False,
     add_new: bool = True,
+    reason: str | None = None,
+    when: Stamp | None = None,
 ) -> EditPlan:
-    """Every kernel of the captures re-recorded; see the module's text for what is kept."""
+    """Every kernel of the captures re-recorded; see the module's text for what is kept.
+    `reason` and `when`: for the program's history."""
     capture, other_scope, other_basis = _for_gpu(baseline, capture)
     if not ratchet and baseline.gpu.scope is None:
         # A baseline of unknown scope (recorded before scopes were kept) is re-recorded whole
-        # by an update, launch counts and the captures' scope with them. A ratchet takes only
-        # improvements, and fewer launches of another scope are none.
+        # by an update, launch counts and the captures' scope with them.
         other_scope = ""
+    if ratchet and (other_scope or other_basis):
+        # Values of another scope (other launches) or capture type (another metric set: its
+        # durations and DRAM bytes differ) are never the baseline's to tighten from.
+        result = check(
+            baseline,
+            capture,
+            CheckSettings(
+                report_new_kernels=True, other_scope=other_scope, other_basis=other_basis
+            ),
+        )
+        why = _other_captures(other_scope, other_basis)
+        return EditPlan((), None, (f"nothing ratcheted: {why}",), result, None)
     result, fresh, added, classes = _fresh(baseline, capture, other_scope, other_basis)
+    entries = {k.id: k for k in baseline.kernels}
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -408,7 +685,6 @@ def plan_update(
             continue
         regressed = verdict.state is KernelState.REGRESSED
         if ratchet:
-            better = tuple(c.metric for c in verdict.comparisons if c.state is State.IMPROVED)
             if regressed:
                 # Its improvements may be the other side of a trade-off: taking them alone
                 # would leave a baseline its own build fails.
@@ -421,17 +697,10 @@ def plan_update(
                     "does not have; the ratchet leaves it as it was"
                 )
                 continue
-            if better:
-                edits.append(
-                    KernelEdit(
-                        verdict.kernel,
-                        Action.RATCHET,
-                        kernel,
-                        better,
-                        {m: v for m, v in _moved(verdict).items() if m in better},
-                        verdict.state,
-                    )
-                )
+            edit, kept = _ratchet_edit(baseline, verdict, entries[verdict.kernel], kernel)
+            left.extend(kept)
+            if edit is not None:
+                edits.append(edit)
             continue
         if regressed and not take_regressions:
             left.append(
@@ -453,5 +722,28 @@ def plan_update(
         # The durations were not taken: the baseline's stay, and with them its time basis.
         fingerprint = replace(fingerprint, time_basis=baseline.gpu.time_basis)
     fresh_program = record_program(capture) if not (other_scope or other_basis) else None
-    program = _ratcheted(baseline, fresh_program) if ratchet else fresh_program
-    return EditPlan(tuple(edits), fingerprint, tuple(left), result, program)
+    judged = result.program
+    program: ProgramBaseline | None = None
+    action = Action.RATCHET if ratchet else Action.UPDATE
+    if ratchet:
+        program = _ratcheted_program(baseline, fresh_program, result)
+    elif fresh_program is not None:
+        if judged is not None and judged.state is KernelState.REGRESSED:
+            if take_regressions:
+                program, action = fresh_program, Action.ACCEPT
+            else:
+                left.append(
+                    f"{PROGRAM}: regressed{_program_change(judged)}; left as it was (give "
+                    "--reason to take it, or perfgate baseline accept --program)"
+                )
+        else:
+            program = fresh_program
+    written = _program_taken(baseline, program, action, reason, when) if program else None
+    return EditPlan(
+        tuple(edits),
+        fingerprint,
+        tuple(left),
+        result,
+        written,
+        action if written is not None else None,
+    )

@@ -13,6 +13,7 @@ other (issue 23; tests/test_review_rules.py walks the schema's properties).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,6 +74,7 @@ class BaselineView:
     kernels: tuple[KernelView, ...]
     total_kernels: int
     rules: tuple[Rule, ...] = ()  # file_rules()
+    program_history: tuple[HistoryEntry, ...] = ()  # changes taken into the program time
 
 
 def bound_text(baseline: Baseline, metric: MetricBaseline) -> str:
@@ -238,6 +240,7 @@ def view(baseline: Baseline, patterns: Sequence[str] = ()) -> BaselineView:
         kernels,
         len(baseline.kernels),
         file_rules(baseline),
+        baseline.program.history if baseline.program is not None else (),
     )
 
 
@@ -283,10 +286,11 @@ class BaselineDiff:
     kernels: tuple[KernelChange, ...]
     # file_rules() that changed: (what, before, after), e.g. ("thresholds.duration", ...).
     thresholds: tuple[tuple[str, str, str], ...]
+    program_history: tuple[HistoryEntry, ...] = ()  # entries B's program time has, A's not
 
     @property
     def identical(self) -> bool:
-        return not (self.fingerprint or self.kernels or self.thresholds)
+        return not (self.fingerprint or self.kernels or self.thresholds or self.program_history)
 
 
 def _changed(a: tuple[Rule, ...], b: tuple[Rule, ...]) -> list[tuple[str, str, str]]:
@@ -328,6 +332,13 @@ _RANGE = {"min", "max"}
 
 def _gating(changed: tuple[tuple[str, str, str], ...], median: bool) -> bool:
     return any(what not in _NOTES and not (median and what in _RANGE) for what, _, _ in changed)
+
+
+def _new_history(
+    a: tuple[HistoryEntry, ...], b: tuple[HistoryEntry, ...]
+) -> tuple[HistoryEntry, ...]:
+    seen = {(h.date, h.reason) for h in a}
+    return tuple(h for h in b if (h.date, h.reason) not in seen)
 
 
 def _kernel_change(
@@ -372,8 +383,7 @@ def _kernel_change(
                 others if x and y else (),
             )
         )
-    seen = {(h.date, h.reason) for h in ka.history}
-    history = tuple(h for h in kb.history if (h.date, h.reason) not in seen)
+    history = _new_history(ka.history, kb.history)
     launches = (ka.launches, kb.launches) if ka.launches != kb.launches else None
     match = (ka.match.describe(), kb.match.describe()) if ka.match != kb.match else None
     rules = tuple(
@@ -386,24 +396,22 @@ def _kernel_change(
     return KernelChange(kb.id, "changed", tuple(changes), history, launches, match, rules)
 
 
-def diff(a: Baseline, b: Baseline) -> BaselineDiff:
-    fields = (
-        "gpu",
-        "cc",
-        "ncu",
-        "driver",
-        "clock_control",
-        "cache_control",
-        "time_basis",
-        "stall_family",
-        "stall_reasons",
-    )
+# The fingerprint's fields, each of which changes what a check gates (which captures it takes,
+# which values it compares: scope, time basis, clock and cache control, the stall family...):
+# every one of them, by the dataclass's own list, so a field added to the fingerprint is in the
+# diff without a second list to keep (tests/test_review_rules.py walks the schema's).
+FINGERPRINT_FIELDS = tuple(f.name for f in dataclasses.fields(Fingerprint) if f.name != "metrics")
+
+
+def fingerprint_changes(a: Fingerprint, b: Fingerprint) -> tuple[tuple[str, object, object], ...]:
+    """(field, before, after) for each fingerprint field that differs; the raw metrics as the
+    ones removed and the ones added."""
     fp = tuple(
-        (f, getattr(a.gpu, f), getattr(b.gpu, f))
-        for f in fields
-        if getattr(a.gpu, f) != getattr(b.gpu, f)
+        (f, getattr(a, f), getattr(b, f))
+        for f in FINGERPRINT_FIELDS
+        if getattr(a, f) != getattr(b, f)
     )
-    metrics_a, metrics_b = set(a.gpu.metrics), set(b.gpu.metrics)
+    metrics_a, metrics_b = set(a.metrics), set(b.metrics)
     if metrics_a != metrics_b:
         fp += (
             (
@@ -412,6 +420,11 @@ def diff(a: Baseline, b: Baseline) -> BaselineDiff:
                 ", ".join(sorted(metrics_b - metrics_a)) or "-",
             ),
         )
+    return fp
+
+
+def diff(a: Baseline, b: Baseline) -> BaselineDiff:
+    fp = fingerprint_changes(a.gpu, b.gpu)
     kernels: list[KernelChange] = []
     for ka, kb in _pair(a, b):
         if ka is None and kb is not None:
@@ -423,4 +436,8 @@ def diff(a: Baseline, b: Baseline) -> BaselineDiff:
             if change is not None:
                 kernels.append(change)
     settings = tuple(_changed(file_rules(a), file_rules(b)))
-    return BaselineDiff(a.path, b.path, fp, tuple(kernels), settings)
+    program_history = _new_history(
+        a.program.history if a.program is not None else (),
+        b.program.history if b.program is not None else (),
+    )
+    return BaselineDiff(a.path, b.path, fp, tuple(kernels), settings, program_history)

@@ -26,6 +26,9 @@ def _fingerprint_line(v: BaselineView) -> str:
         ("driver", fp.driver),
         ("clock control", fp.clock_control),
         ("cache control", fp.cache_control),
+        # Which launches the captures held: launch counts and the program time compare only
+        # within one scope (a hand-written one switches them off for captures of another).
+        ("scope", fp.scope),
     ):
         if field:
             parts.append(f"{label} {field}")
@@ -86,6 +89,7 @@ def show_text(v: BaselineView) -> str:
         head += f" ({shown} shown)"
     lines = [head, f"  {_provenance_line(v)}"]
     lines.extend(f"  {what}: {text}" for what, text in v.rules)
+    lines.extend(f"  program history: {_history_text(h)}" for h in v.program_history)
     for k in v.kernels:
         launches = (
             f", {k.launches} launch{'es' if k.launches != 1 else ''} per run"
@@ -128,7 +132,8 @@ def show_markdown(v: BaselineView) -> str:
             + [cell(_metric_text(m)) for m in k.metrics]
         )
         out.append(f"| {code(k.id)} | {'' if k.launches is None else k.launches} | {values} |\n")
-    history = [(k.id, h) for k in v.kernels for h in k.history]
+    history = [("program GPU time", h) for h in v.program_history]
+    history += [(k.id, h) for k in v.kernels for h in k.history]
     if history:
         out.append("\n**History**\n\n")
         out.extend(f"- {code(kid)}: {cell(_history_text(h))}\n" for kid, h in history)
@@ -182,13 +187,28 @@ def _summary(d: BaselineDiff) -> str:
         parts.append("fingerprint changed")
     if d.thresholds:
         parts.append(f"{len(d.thresholds)} file-level settings changed")
+    if d.program_history:
+        parts.append("program GPU time taken")
     return f"{d.before} -> {d.after}: {', '.join(parts)}"
+
+
+def _fingerprint_value(v: object) -> str:
+    """A fingerprint field's value as written: unset as "-", a list joined."""
+    if v is None:
+        return "-"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)
 
 
 def diff_text(d: BaselineDiff, all_values: bool = False) -> str:
     lines = [_summary(d)]
-    lines.extend(f"  fingerprint {f}: {a} -> {b}" for f, a, b in d.fingerprint)
+    lines.extend(
+        f"  fingerprint {f}: {_fingerprint_value(a)} -> {_fingerprint_value(b)}"
+        for f, a, b in d.fingerprint
+    )
     lines.extend(f"  {m}: {a} -> {b}" for m, a, b in d.thresholds)
+    lines.extend(f"  program history: {_history_text(h)}" for h in d.program_history)
     for k in d.kernels:
         lines.extend(_kernel_lines(k, lambda s: s, all_values))
     return log_text(lines)
@@ -197,9 +217,11 @@ def diff_text(d: BaselineDiff, all_values: bool = False) -> str:
 def diff_markdown(d: BaselineDiff, all_values: bool = False) -> str:
     out = [f"### {cell(_summary(d))}\n\n"]
     out.extend(
-        f"- fingerprint {cell(f)}: {cell(str(a))} → {cell(str(b))}\n" for f, a, b in d.fingerprint
+        f"- fingerprint {cell(f)}: {cell(_fingerprint_value(a))} → {cell(_fingerprint_value(b))}\n"
+        for f, a, b in d.fingerprint
     )
     out.extend(f"- {cell(m)}: {cell(a)} → {cell(b)}\n" for m, a, b in d.thresholds)
+    out.extend(f"- program history: {cell(_history_text(h))}\n" for h in d.program_history)
     if d.kernels:
         out.append("\n```diff\n")
         for k in d.kernels:
