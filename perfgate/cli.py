@@ -17,6 +17,7 @@ from perfgate import __version__
 from perfgate.common import patterns as user_patterns
 from perfgate.common.errors import ExitCode, PerfgateError
 from perfgate.common.escape import log_line
+from perfgate.judge.skips import WAIVABLE
 from perfgate.reports import REPORTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -338,6 +339,11 @@ def _asked_format(args: list[str]) -> str | None:
     help="Let the one baseline given judge captures from another GPU or compute capability "
     "(refused by default: counters differ between GPUs).",
 )  # fmt: skip
+@click.option(
+    "--waive", "waive", multiple=True, type=click.Choice(WAIVABLE), metavar="REASON",
+    help="Let gates not judged for this reason pass (repeatable; the report still names "
+    f"them): {', '.join(WAIVABLE)}. Without it a gate not judged fails (exit 2).",
+)  # fmt: skip
 @_guard
 def check_command(
     baselines: tuple[str, ...],
@@ -354,8 +360,10 @@ def check_command(
     junit_locations: bool,
     verbose: bool,
     allow_other_gpu: bool,
+    waive: tuple[str, ...],
 ) -> None:
-    """Check captures against baselines; exit 1 when a counter regressed."""
+    """Check captures against baselines; exit 1 when a counter regressed, 2 when a gate
+    could not be judged (unless waived by name with --waive)."""
     from perfgate.gate import (
         CheckCommand,
         CheckRequest,
@@ -364,6 +372,7 @@ def check_command(
         run_check_command,
     )
     from perfgate.judge.policy import parse_fail_on
+    from perfgate.judge.skips import parse_waivers
 
     settings = _settings()
     try:
@@ -373,6 +382,7 @@ def check_command(
                 captures,
                 report_new_kernels=not no_new_kernels,
                 allow_other_gpu=allow_other_gpu,
+                waived=parse_waivers(waive),
             ),
             policy=parse_fail_on("never" if warn_only else fail_on),
             reports=ReportPaths(junit_path, markdown_path, json_path, pr_comment_path),
@@ -465,6 +475,12 @@ def baseline_group() -> None:
     help="A full capture of the same build beside gate captures (repeatable): the kernels' "
     "diagnosis side comes from it too, never their gates or durations (docs/capture.md).",
 )  # fmt: skip
+@click.option(
+    "--scope", "scope", metavar="FILTERS",
+    help="For captures made by hand (no sidecar): the ncu launch filters they were made with, "
+    "e.g. '--nvtx-include step/', or 'all'. Launch counts and program time compare only "
+    "between captures of one scope (docs/check.md).",
+)  # fmt: skip
 @_guard
 def record_command(
     captures: tuple[str, ...],
@@ -475,6 +491,7 @@ def record_command(
     by_nvtx: bool,
     overwrite: bool,
     diagnosis: tuple[str, ...],
+    scope: str | None,
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
@@ -484,7 +501,7 @@ def record_command(
 
     check_outputs([output], (*captures, *diagnosis))
     settings = RecordSettings(kernels, metrics, reason, by_nvtx)
-    result = run_record(RecordRequest(captures, output, settings, overwrite, diagnosis))
+    result = run_record(RecordRequest(captures, output, settings, overwrite, diagnosis, scope))
     from perfgate.reports.format import counted
 
     kernels_n = len(result.baseline.kernels)
@@ -786,9 +803,12 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 @click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
 @click.option(
     "--phases", type=click.Choice(("auto", "gate", "full")), default="auto", show_default=True,
-    help="gate: only the one-pass gate set of every baselined kernel; auto: the gate capture, "
-    "then, when it fails the baselines, a diagnosis capture of the failing kernels "
-    "(OUTPUT.diagnosis.csv, merged by check); full: every gated metric at once (as before).",
+    help="auto: what the baselines need to be judged: for a baseline recorded from full "
+    "captures (or by hand) a full capture, for one recorded from gate captures the gate "
+    "capture and, when it fails, a diagnosis capture of the failing kernels "
+    "(OUTPUT.diagnosis.csv, merged by check); with no launch filter given, the baselines' "
+    "own. gate: only the one-pass gate set of every baselined kernel. full: every gated "
+    "metric at once.",
 )  # fmt: skip
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
@@ -823,6 +843,7 @@ def capture_command(
         launch_skip=launch_skip, launch_count=launch_count, nvtx_include=nvtx_include,
         all_kernels=all_kernels, ncu=ncu, allow_program_failure=allow_program_failure,
         keep_report=keep_report, phase="full" if phases == "full" else "gate",
+        follow_baseline=phases == "auto",
     )  # fmt: skip
     if dry_run:
         from perfgate.gate import diagnosis_output
@@ -831,7 +852,7 @@ def capture_command(
         plan = plan_only(options)
         for note in plan.notes:
             _say(f"note: {note}", err=True)
-        if phases == "auto":
+        if phases == "auto" and plan.phase == "gate":
             _say(
                 "note: the gate capture below; when it fails the baselines, a diagnosis capture "
                 f"of the failing kernels follows ({diagnosis_output(output)})",

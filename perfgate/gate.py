@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfgate.baseline.dump import dump_baseline
 from perfgate.baseline.load import load_baseline, parse_baseline, read_baseline_text
+from perfgate.baseline.model import Baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
 from perfgate.common.errors import BaselineError, EditError, ExitCode, PerfgateError, UsageError
@@ -26,7 +27,8 @@ from perfgate.common.fileio import (
 )
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
-from perfgate.judge.policy import FailOn
+from perfgate.judge.policy import EXIT_WORDS, FailOn
+from perfgate.judge.skips import Skip
 from perfgate.judge.states import KernelState
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
@@ -47,6 +49,8 @@ class CheckRequest:
     capture_files: tuple[str, ...]
     report_new_kernels: bool = True
     allow_other_gpu: bool = False  # one baseline may judge captures from another GPU
+    # Reasons a gate may go unjudged without failing, by name (check --waive; docs/check.md).
+    waived: frozenset[Skip] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class RecordRequest:
     overwrite: bool = False  # replace an existing baseline (its hand edits are lost)
     # Full captures of the same build beside gate captures: the diagnosis side only.
     diagnosis_files: tuple[str, ...] = ()
+    # The scope of captures made by hand, declared (`--scope`): ncu's launch filters or "all".
+    scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +113,18 @@ def run_check(request: CheckRequest) -> Report:
                 extra_warnings=a.warnings,
                 other_scope=a.other_scope,
                 other_basis=a.other_basis,
+                waived=request.waived | _allowed_by(request),
             ),
         )
         for a in plan.assignments
     )
     return Report(results, notes=plan.notes)
+
+
+def _allowed_by(request: CheckRequest) -> frozenset[Skip]:
+    """--allow-other-gpu names what it lets go unjudged: the metrics the other GPU's
+    architecture lacks."""
+    return frozenset({Skip.ARCHITECTURE}) if request.allow_other_gpu else frozenset()
 
 
 # YAML reads these as line breaks; a baseline's text would not come back as it was given.
@@ -139,14 +152,14 @@ def check_kept_text(option: str, value: str | None) -> None:
             )
 
 
-def _one_time_basis(paths: Sequence[str]) -> None:
+def _one_time_basis(paths: Sequence[str], gate_files: Sequence[str]) -> None:
     """Captures of one record share a time basis: a gate capture's durations run 2-4% longer
     than a full capture's (docs/capture.md), so files of both would give a baseline whose
     durations match neither."""
     from perfgate.baseline.fingerprint import bases_of
     from perfgate.ingest.meta import FULL, GATE, read_meta
 
-    bases = bases_of(paths, {p: read_meta(p) for p in paths})
+    bases = bases_of(paths, {p: read_meta(p) for p in paths}, gate_files)
     if len(bases) > 1:
         raise UsageError(
             f"gate captures ({', '.join(bases[GATE])}) and full captures "
@@ -155,6 +168,26 @@ def _one_time_basis(paths: Sequence[str]) -> None:
             "perfgate capture --phases gate, or all --phases full)",
             bases[GATE][0],
         )
+
+
+def _declare_scope(baseline: Baseline, text: str) -> Baseline:
+    """The baseline with the scope its captures were made with, as declared: a hand capture
+    has no sidecar to say it, and launch counts compare only within one scope."""
+    from perfgate.ingest.scope import declared
+
+    scope = declared(text)
+    if scope is None:
+        raise UsageError(
+            f"--scope {text!r}: give `all` (no launch filter) or the ncu launch filters the "
+            "captures were made with, e.g. --scope '--nvtx-include step/'"
+        )
+    known = baseline.gpu.scope
+    if known is not None and known != scope:
+        raise UsageError(
+            f"--scope {text!r} ({scope}): the captures' sidecars say they were scoped "
+            f"{known}; leave --scope out for captures of perfgate capture"
+        )
+    return replace(baseline, fingerprint=replace(baseline.gpu, scope=scope))
 
 
 def run_record(request: RecordRequest) -> RecordResult:
@@ -171,7 +204,7 @@ def run_record(request: RecordRequest) -> RecordResult:
         )
     capture = read_captures(request.capture_files)
     if capture.gate:
-        _one_time_basis(capture.paths)
+        _one_time_basis(capture.paths, capture.gate_files)
     check_values(capture)
     diagnosis = None
     if request.diagnosis_files:
@@ -203,6 +236,8 @@ def run_record(request: RecordRequest) -> RecordResult:
             )
         check_values(diagnosis)
     result = record(capture, request.settings, diagnosis)
+    if request.scope is not None:
+        result = replace(result, baseline=_declare_scope(result.baseline, request.scope))
     write_text_atomic(request.output, dump_baseline(result.baseline))
     return result
 
@@ -422,9 +457,6 @@ def _remove_report(outputs: ReportOutputs, path: str | None) -> None:
         remove_stale(path)
 
 
-VERDICTS = {ExitCode.OK: "pass", ExitCode.GATE_FAILED: "fail"}
-
-
 def step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCode) -> str:
     """`name=value` lines for $GITHUB_OUTPUT: the gate's verdict (pass, fail, error), the exit
     code perfgate exits with (after --fail-on), kernel counts by state and the reports
@@ -432,7 +464,7 @@ def step_outputs(report: Report, outputs: ReportOutputs, exit_code: ExitCode) ->
     one is replaced, so it cannot start another output)."""
     counts = report.counts()
     values: dict[str, str | int] = {
-        "verdict": VERDICTS.get(report.exit_code, "error"),
+        "verdict": EXIT_WORDS[report.exit_code].output,
         "exit-code": int(exit_code),
         "kernels": sum(n for state, n in counts.items() if state is not KernelState.NEW),
     }
@@ -876,8 +908,11 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
     inputs = [*baseline_files(options.baselines), *options.program[:1]]
     check_outputs([("-o (its diagnosis capture)", second)], [p for p in inputs if p])
     remove_capture(second)  # an earlier run's diagnosis never sits beside this gate capture
-    first = run_capture(replace(options, phase=FULL if phases == "full" else GATE))
-    if phases != "auto" or first.absent:
+    first = run_capture(
+        replace(options, phase=FULL if phases == "full" else GATE, follow_baseline=phases == "auto")
+    )
+    if phases != "auto" or first.absent or first.phase != GATE:
+        # A full capture (asked for, or the baseline's basis) holds every gated metric.
         return PhasedCapture(first)
     try:
         report = run_check(CheckRequest(options.baselines, (first.output,)))

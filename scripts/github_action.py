@@ -21,8 +21,8 @@ markdown, JSON, pull-request comment, step summary) saying what went wrong.
 
 Inputs (environment): PERFGATE (the perfgate executable), PERFGATE_BASELINE, PERFGATE_CAPTURES,
 PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_CAPTURE_ARGS, PERFGATE_JUNIT,
-PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_ARGS,
-PERFGATE_STEP_SUMMARY ("false": no step summary).
+PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_WAIVE,
+PERFGATE_ARGS, PERFGATE_STEP_SUMMARY ("false": no step summary).
 """
 
 from __future__ import annotations
@@ -237,7 +237,10 @@ def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
     for capture in captures:
         check += ["--capture", capture]
     fail_on = env.get("PERFGATE_FAIL_ON", "").strip() or "regression,missing"
-    check += [*_report_args(env), "--fail-on", fail_on, "--github", *extra_check]
+    waive = [w.strip() for w in env.get("PERFGATE_WAIVE", "").split(",") if w.strip()]
+    check += [*_report_args(env), "--fail-on", fail_on, "--github"]
+    check += [a for w in waive for a in ("--waive", w)]
+    check += extra_check
     runs.append(check)
     return runs, captures
 

@@ -39,6 +39,7 @@ _NEW_JUDGE = ("tests/test_judgement.py",)
 _NEW_MATCH = ("tests/test_matching_fallbacks.py",)
 _NEW_RATCHET = ("tests/test_ratchet.py",)
 _NEW_CALIBRATION = ("tests/test_calibration_bounds.py",)
+_FAIL_CLOSED = ("tests/test_fail_closed.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -70,6 +71,28 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/lifecycle/edit.py": (
         *_NEW_RATCHET, "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py",
     ),
+    # Issue 31, fail closed: the reasons a gate goes unjudged, and where a check decides them
+    # (only the named functions of the larger modules: ONLY_FUNCTIONS).
+    "perfgate/judge/skips.py": (*_FAIL_CLOSED, "tests/test_policy.py", *_NEW_JUDGE),
+    "perfgate/verdicts/check.py": (
+        *_FAIL_CLOSED, *_NEW_JUDGE, *_NEW_RATCHET, "tests/test_two_phase.py",
+    ),
+    "perfgate/verdicts/model.py": (*_FAIL_CLOSED, "tests/test_check.py", "tests/test_hostile.py"),
+    "perfgate/ingest/gateset.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
+    "perfgate/ingest/scope.py": (*_FAIL_CLOSED, *_NEW_RATCHET),
+    "perfgate/baseline/fingerprint.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
+    "perfgate/ncu/command.py": (*_FAIL_CLOSED, "tests/test_two_phase.py", "tests/test_capture.py"),
+}  # fmt: skip
+
+# In these modules only the named functions are mutated: the decisions a run is about.
+ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
+    "perfgate/verdicts/check.py": frozenset(
+        {"_not_compared", "_settle", "_program", "_compare_metric"}
+    ),
+    "perfgate/verdicts/model.py": frozenset({"not_judged", "exit_code_under"}),
+    "perfgate/ingest/scope.py": frozenset({"declared", "differ"}),
+    "perfgate/baseline/fingerprint.py": frozenset({"_basis", "bases_of"}),
+    "perfgate/ncu/command.py": frozenset({"_phase", "_scope_filters", "scope_arguments"}),
 }  # fmt: skip
 
 # Functions left out: who accepts a change and when (environment plumbing, no judgement).
@@ -114,9 +137,20 @@ def _skipped(tree: ast.Module) -> set[int]:
     return out
 
 
-def _sites(tree: ast.Module) -> Iterator[tuple[ast.AST, str, int]]:
-    """(node, description, variant) of every mutation, in a fixed order."""
+def _sites(
+    tree: ast.Module, only: frozenset[str] | None = None
+) -> Iterator[tuple[ast.AST, str, int]]:
+    """(node, description, variant) of every mutation, in a fixed order; with `only`, of the
+    functions of those names alone."""
     skip = _skipped(tree)
+    if only is not None:
+        inside = {
+            id(n)
+            for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef) and fn.name in only
+            for n in ast.walk(fn)
+        }
+        skip |= {id(n) for n in ast.walk(tree) if id(n) not in inside}
     returns_none: set[int] = set()
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef) and isinstance(fn.returns, ast.Constant):
@@ -185,11 +219,12 @@ class _Replace(ast.NodeTransformer):
 def mutants_of(module: str) -> list[tuple[Mutant, str]]:
     """Every mutant of one module with the source it runs."""
     source = (ROOT / module).read_text()
-    count = sum(1 for _ in _sites(ast.parse(source)))
+    only = ONLY_FUNCTIONS.get(module)
+    count = sum(1 for _ in _sites(ast.parse(source), only))
     out = []
     for index in range(count):
         tree = ast.parse(source)
-        node, what, variant = list(_sites(tree))[index]
+        node, what, variant = list(_sites(tree, only))[index]
         try:
             _apply(node, variant)
         except _Unwrap as unwrap:

@@ -192,6 +192,7 @@ def test_state_to_exit_code_mapping_is_total() -> None:
         KernelState.NEW: ExitCode.OK, KernelState.SKIPPED: ExitCode.OK,
         KernelState.REGRESSED: ExitCode.GATE_FAILED, KernelState.MISSING: ExitCode.GATE_FAILED,
         KernelState.INCOMPLETE: ExitCode.GATE_FAILED, KernelState.ERROR: ExitCode.INPUT_ERROR,
+        KernelState.UNJUDGED: ExitCode.INPUT_ERROR,
     }  # fmt: skip
     assert (
         worst_exit_code([ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR])

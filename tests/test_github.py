@@ -200,6 +200,7 @@ def test_step_outputs_and_warn_only(tmp_path: Path) -> None:
         "missing": "0",
         "new": "0",
         "skipped": "0",
+        "unjudged": "0",
         "error": "0",
         "problems": "0",
         "junit-path": str(junit_path),

@@ -579,7 +579,13 @@ def test_a_check_where_every_comparison_is_skipped_does_not_pass(tmp_path: Path)
     )
     proc = perfgate("check", "-b", str(baseline), "-c", str(capture))
     assert proc.returncode == 2, proc.stdout
-    assert proc.stdout.startswith("perfgate check ERROR: 1 skipped")
+    assert proc.stdout.startswith("perfgate check ERROR: 1 not judged")
+    assert "NOT JUDGED, failing unless waived (--waive REASON): architecture" in proc.stdout
+    # Waived by name, it is skipped, and a check where every kernel is skipped still judged
+    # nothing: exit 2 all the same.
+    waived = perfgate("check", "-b", str(baseline), "-c", str(capture), "--waive", "architecture")
+    assert waived.returncode == 2, waived.stdout
+    assert waived.stdout.startswith("perfgate check ERROR: 1 skipped")
 
 
 def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:

@@ -25,10 +25,11 @@ from perfgate.common.errors import ExitCode
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.judge.comparison import Bounds, State, compare_metric
+from perfgate.judge.skips import Skip
 from perfgate.judge.states import KernelState
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.thresholds import CategoricalCheck
-from perfgate.verdicts.check import check
+from perfgate.verdicts.check import CheckSettings, check
 from perfgate.verdicts.model import CheckResult
 from tests.conftest import data
 
@@ -324,16 +325,25 @@ _SKIPPED = _metric("dram_throughput", 50.0, 50.0, 50.0, _ONE)  # not measured on
         (_SKIPPED + KERNELS[KernelState.REGRESSED][0], {DURATION: 2e3}, KernelState.REGRESSED),
     ],
 )
-def test_a_metric_another_architecture_does_not_measure_is_skipped_not_failed(
+def test_a_metric_another_architecture_does_not_measure_is_skipped_only_when_waived(
     metrics: str, current: dict[str, float], expected: KernelState
 ) -> None:
     # The real launch on an 8.7 GPU (Jetson Orin), where ncu measures no DRAM throughput.
     capture = _capture(current)
     capture = replace(capture, launches=tuple(replace(la, cc="8.7") for la in capture.launches))
-    result = check(parse_baseline(_baseline(metrics), "b.yaml"), capture)
+    baseline = parse_baseline(_baseline(metrics), "b.yaml")
+    # Waived by name (as --allow-other-gpu does): skipped, and the rest judged as always.
+    result = check(baseline, capture, CheckSettings(waived=frozenset({Skip.ARCHITECTURE})))
     assert [v.state for v in result.verdicts] == [expected]
     assert any(c.state is State.SKIPPED for v in result.verdicts for c in v.comparisons)
     assert result.exit_code is EXIT.get(expected, ExitCode.OK)
+    # Not waived: the gate the baseline holds (its own bound) was not judged, so the kernel is
+    # not judged and the check fails (exit 2), unless something of it regressed (exit 1).
+    plain = check(baseline, capture)
+    fails = KernelState.REGRESSED if expected is KernelState.REGRESSED else KernelState.UNJUDGED
+    assert [v.state for v in plain.verdicts] == [fails]
+    assert any(c.state is State.UNJUDGED for v in plain.verdicts for c in v.comparisons)
+    assert plain.exit_code is EXIT.get(fails, ExitCode.INPUT_ERROR)
 
 
 # compare_metric is the one judgement of a metric (perfgate.judge.comparison): called directly

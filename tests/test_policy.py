@@ -47,9 +47,12 @@ def test_what_each_state_means_under_each_policy(fail_on: frozenset[FailOn]) -> 
         KernelState.NEW: Meaning.PASSES, KernelState.SKIPPED: Meaning.PASSES,
         KernelState.REGRESSED: regression, KernelState.MISSING: missing,
         KernelState.INCOMPLETE: missing, KernelState.ERROR: Meaning.INPUT_ERROR,
+        KernelState.UNJUDGED: Meaning.INPUT_ERROR,
     }  # fmt: skip
-    # Unusable input is never relaxed by a policy.
+    # Unusable input is never relaxed by a policy, nor is a gate not judged (only a waiver
+    # by name lets that pass: perfgate.judge.skips).
     assert kernel_exit_code(KernelState.ERROR, fail_on) is ExitCode.INPUT_ERROR
+    assert kernel_exit_code(KernelState.UNJUDGED, fail_on) is ExitCode.INPUT_ERROR
 
 
 _RANK = [ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INPUT_ERROR]
@@ -88,6 +91,7 @@ def test_which_states_need_attention() -> None:
         KernelState.MISSING,
         KernelState.INCOMPLETE,
         KernelState.ERROR,
+        KernelState.UNJUDGED,
     }
 
 

@@ -118,8 +118,10 @@ def test_the_fastest_capture_file_is_judged() -> None:
     assert verdict.state is KernelState.PASS and verdict.current == 101.0
 
 
-def test_no_timed_file_is_skipped_with_the_reason() -> None:
+def test_no_timed_file_is_incomplete_with_the_reason() -> None:
+    # The baseline gates the program time and no file can give it: incomplete, as a kernel
+    # whose gated metric is absent (it fails under the default policy), never skipped.
     cap = _capture(("a", (None,)))
     verdict = judge_program(_baseline(100.0, 0.05), cap, [], [])
-    assert verdict.state is KernelState.SKIPPED
+    assert verdict.state is KernelState.INCOMPLETE
     assert "gpu__time_duration.sum" in verdict.reason and verdict.baseline == 100.0

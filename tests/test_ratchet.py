@@ -234,7 +234,12 @@ def test_a_ratchet_never_tightens_launches_from_a_capture_of_another_scope(
     assert result.exit_code == 0, result.output
 
 
-def test_launches_of_another_scope_are_skipped_with_the_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize("waived", [False, True])
+def test_launches_of_another_scope_are_not_judged_with_the_reason(
+    tmp_path: Path, waived: bool
+) -> None:
+    """Not judged fails the check (exit 2) unless waived by name; either way the counts are
+    never judged, nor diagnosed ("launched less often")."""
     import json
 
     from click.testing import CliRunner
@@ -246,18 +251,21 @@ def test_launches_of_another_scope_are_skipped_with_the_reason(tmp_path: Path) -
     result = CliRunner().invoke(
         main,
         ["check", "-b", str(ROOT / "baselines/h100/zoo.yaml"), "-c", str(capture),
-         "--format", "json"],
+         "--format", "json", *(["--waive", "scope"] if waived else [])],
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == (0 if waived else 2), result.output
     doc = json.loads(result.stdout)
     kernels = doc["results"][0]["kernels"]
     skipped = [c for k in kernels for c in k["comparisons"] if c["metric"] == "launches"]
-    assert len(skipped) == 10 and {c["state"] for c in skipped} == {"skipped"}
+    state = "skipped" if waived else "unjudged"
+    assert len(skipped) == 10 and {c["state"] for c in skipped} == {state}
+    assert {c["skip"] for c in skipped} == {"scope"}
     assert "--launch-count 10 --nvtx-include step/" in skipped[0]["message"]
     assert not any(c["mechanism"] == "launch-count" for k in kernels for c in k["causes"])
-    assert any("scope" in w for w in doc["results"][0]["warnings"])
+    (said,) = doc["not_judged"]
+    assert said["reason"] == "scope" and said["fails"] is not waived and said["program"]
     program = doc["results"][0]["program"]
-    assert program["state"] == "skipped" and "--launch-count 10" in program["reason"]
+    assert program["state"] == state and "--launch-count 10" in program["reason"]
 
 
 def test_launched_less_often_gives_the_lever_for_fewer_launches(tmp_path: Path) -> None:

@@ -184,7 +184,15 @@ def test_readme_links_are_absolute_and_point_at_files_that_exist() -> None:
         for kind in ("blob", "tree"):
             prefix = f"{base}/{kind}/main/"
             if link.startswith(prefix):
-                assert (ROOT / link.removeprefix(prefix)).exists(), link
+                path, _, anchor = link.removeprefix(prefix).partition("#")
+                assert (ROOT / path).exists(), link
+                if anchor:  # GitHub's anchor of a heading: lower case, spaces as hyphens
+                    headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), re.M)
+                    slugs = {
+                        re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
+                        for h in headings
+                    }
+                    assert anchor in slugs, link
     for doc in ("docs/action.md", "docs/ci.md", "docs/release.md", "LICENSE"):
         assert f"{base}/blob/main/{doc}" in readme, doc
 

@@ -150,23 +150,37 @@ def of_capture(
         clock_control=_agreed([m.clock_control for m in chosen], "clock control", notes),
         cache_control=_agreed([m.cache_control for m in chosen], "cache control", notes),
         scope=_scope(files, metas, notes),
-        time_basis=_basis(files, metas),
+        time_basis=_basis(files, metas, capture.gate_files),
     )
     return fp, notes
 
 
-def _basis(files: Sequence[str], metas: Mapping[str, CaptureMeta]) -> str:
-    """The files' time basis: gate when every file is a gate capture, else full. (A check of
-    files of both bases compares their durations with neither: record refuses them.)"""
-    bases = {time_basis(metas[p]) if p in metas else FULL for p in files}
+# The time basis of captures of both bases: their durations compare with no baseline's.
+MIXED = "mixed"
+
+
+def _basis(
+    files: Sequence[str], metas: Mapping[str, CaptureMeta], gate_files: Sequence[str] = ()
+) -> str:
+    """The files' time basis: gate when every file is a gate capture (its sidecar says so,
+    or reading it found the gate set alone: perfgate.ingest.phases), full when none is, else
+    MIXED (record refuses such files; a check judges their durations against no baseline)."""
+    bases = {
+        GATE if p in gate_files else (time_basis(metas[p]) if p in metas else FULL) for p in files
+    }
+    if len(bases) > 1:
+        return MIXED
     return GATE if bases == {GATE} else FULL
 
 
-def bases_of(files: Sequence[str], metas: Mapping[str, CaptureMeta]) -> dict[str, list[str]]:
+def bases_of(
+    files: Sequence[str], metas: Mapping[str, CaptureMeta], gate_files: Sequence[str] = ()
+) -> dict[str, list[str]]:
     """The capture files by time basis (gate, full), in their order."""
     out: dict[str, list[str]] = {}
     for p in files:
-        out.setdefault(time_basis(metas[p]) if p in metas else FULL, []).append(p)
+        basis = GATE if p in gate_files else (time_basis(metas[p]) if p in metas else FULL)
+        out.setdefault(basis, []).append(p)
     return out
 
 

@@ -67,6 +67,9 @@ class Capture:
     # Launches of a gate capture (`perfgate capture --phases gate`): a metric outside the
     # one-pass gate set is skipped for them, not missing (perfgate.metrics.passes).
     gate: bool = False
+    # The files read as gate captures (their sidecar says so, or their columns: a gate
+    # capture that lost its sidecar); the others are full captures.
+    gate_files: tuple[str, ...] = ()
     # Diagnosis captures folded in for their metrics only (perfgate.ingest.phases).
     diagnosis_paths: tuple[str, ...] = ()
 
@@ -99,5 +102,6 @@ def merge(captures: list[Capture]) -> Capture:
         columns=frozenset(columns),
         warnings=tuple(warnings),
         gate=gate,
+        gate_files=tuple(p for cap in captures for p in cap.gate_files),
         diagnosis_paths=tuple(p for cap in captures for p in cap.diagnosis_paths),
     )

@@ -62,12 +62,24 @@ def time_basis(meta: CaptureMeta) -> str:
 
 
 def sidecar_path(capture_path: str) -> Path:
+    """Where `perfgate capture` writes the sidecar of `capture_path`."""
     return Path(capture_path + SUFFIX)
+
+
+def find_sidecar(capture_path: str) -> Path:
+    """The sidecar of `capture_path`: CAP.meta.json, or for CAP.gz (a capture gzipped after
+    it was written, `gzip ci.csv`), the CAP.meta.json it was written with."""
+    path = sidecar_path(capture_path)
+    if capture_path.endswith(".gz") and not path.exists():
+        before = Path(capture_path.removesuffix(".gz") + SUFFIX)
+        if before.exists():
+            return before
+    return path
 
 
 def read_meta(capture_path: str) -> CaptureMeta:
     """The sidecar of `capture_path`, or an empty CaptureMeta when there is none."""
-    path = sidecar_path(capture_path)
+    path = find_sidecar(capture_path)
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
             raise CaptureError("not a regular file", path)

@@ -31,8 +31,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfgate.common.errors import CaptureError
+from perfgate.ingest.gateset import looks_like_gate
 from perfgate.ingest.launches import Capture, Launch, Value, merge
-from perfgate.ingest.meta import DIAGNOSIS, GATE, CaptureMeta, read_meta
+from perfgate.ingest.meta import DIAGNOSIS, GATE, SUFFIX, CaptureMeta, read_meta
 from perfgate.ingest.names import function_name, unqualified
 
 _Key = tuple[str, object, object]
@@ -73,7 +74,22 @@ def read_phased(paths: Sequence[str], read: Callable[[str], Capture]) -> Capture
     captures = []
     for p in main:
         capture = read(p)
-        captures.append(replace(capture, gate=True) if phases[p] == GATE else capture)
+        phase = phases[p]
+        if phase is None and not read_meta(p).path and looks_like_gate(capture.columns):
+            # A gate capture that lost its sidecar (renamed, copied alone): its durations are
+            # a gate capture's whatever its name, and judged as such.
+            phase = GATE
+            capture = replace(
+                capture,
+                warnings=(
+                    *capture.warnings,
+                    f"{p}: no sidecar ({Path(p).name}{SUFFIX}); read as a gate capture, since "
+                    "its metrics are exactly the one-pass gate set",
+                ),
+            )
+        if phase == GATE:
+            capture = replace(capture, gate=True, gate_files=(p,))
+        captures.append(capture)
     merged = merge(captures)
     if not diagnosis:
         return merged

@@ -14,6 +14,7 @@ The scope is a canonical text: ALL (no launch filter) or the filters in a fixed 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 ALL = "all launches"
@@ -43,6 +44,10 @@ _FLAGS = frozenset(
      "--csv", "--call-stack", "--print-units", "--list-sets", "--list-sections"}
 )  # fmt: skip
 _ORDER = (*dict.fromkeys(_FILTERS.values()), "--kernel-name-base", "--kernel-name")
+# The options a canonical scope text holds (for reading one back: perfgate.ncu.command), and
+# of those, the kernel-name filters.
+SCOPE_FILTERS: tuple[str, ...] = _ORDER
+SCOPE_NAMES: frozenset[str] = frozenset({"--kernel-name-base", "--kernel-name"})
 _COUNTED = {"--launch-count", "--launch-skip", "--launch-skip-before-match", "--kernel-id"}
 
 
@@ -72,6 +77,20 @@ def capture_scope(command: Sequence[str]) -> str:
         return ALL
     found.sort(key=lambda ov: _ORDER.index(ov[0]))
     return " ".join(f"{o} {v}" for o, v in found)
+
+
+def declared(text: str) -> str | None:
+    """The scope a user declares for captures made by hand (`baseline record --scope`): `all`
+    (no launch filter), or the ncu launch filters they were made with, as ncu's options
+    (`--nvtx-include step/ --launch-count 20`). None: the text holds no launch filter."""
+    if text.strip().lower() in ("all", ALL):
+        return ALL
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    scope = capture_scope(["ncu", *words, "PROGRAM"])
+    return None if scope == ALL else scope
 
 
 def differ(baseline: str | None, capture: str | None) -> bool:

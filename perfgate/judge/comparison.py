@@ -12,6 +12,7 @@ from typing import NamedTuple
 from perfgate.baseline.model import Baseline, MetricBaseline
 from perfgate.common.frozen import maker
 from perfgate.judge.outcome import Outcome, judge_categorical, numeric_outcome
+from perfgate.judge.skips import Skip
 from perfgate.metrics.catalog import Aggregate, MetricDef
 from perfgate.metrics.thresholds import CategoricalCheck, Direction, Threshold, describe_bound
 
@@ -29,7 +30,10 @@ class State(enum.Enum):
     # note, passes the build.
     NOTED = "noted"
     MISSING_METRIC = "missing metric"
+    # Not judged (perfgate.judge.skips: another time basis, scope, capture type): SKIPPED
+    # where the reason is waived by name or judged otherwise, else UNJUDGED, which fails.
     SKIPPED = "skipped"
+    UNJUDGED = "unjudged"
     ERROR = "error"
 
 
@@ -52,6 +56,8 @@ class Comparison:
     # The gate's own judgement before rate semantics or a cause explained it away: a rate
     # that fell because the work fell is PASS with `explained` saying so.
     explained: str = ""
+    # Why it was not judged (SKIPPED, UNJUDGED); None for a judged comparison.
+    skip: Skip | None = None
 
 
 class Bounds(NamedTuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfgate.common.errors import ExitCode, UsageError
 from perfgate.judge.comparison import State
@@ -43,6 +43,9 @@ TABLE: dict[KernelState, Meaning | FailOn] = {
     KernelState.MISSING: FailOn.MISSING,
     KernelState.INCOMPLETE: FailOn.MISSING,
     KernelState.ERROR: Meaning.INPUT_ERROR,
+    # A gate not judged (perfgate.judge.skips) fails like input the gate could not judge,
+    # under every policy: only a waiver by name lets it pass.
+    KernelState.UNJUDGED: Meaning.INPUT_ERROR,
 }
 
 
@@ -63,6 +66,7 @@ COMPARISON_TABLE: dict[State, Meaning | FailOn] = {
     State.IMPROVED: Meaning.PASSES,
     State.NOTED: Meaning.PASSES,
     State.SKIPPED: Meaning.PASSES,
+    State.UNJUDGED: Meaning.INPUT_ERROR,
     State.REGRESSED: FailOn.REGRESSION,
     State.MISSING_METRIC: FailOn.MISSING,
     State.ERROR: Meaning.INPUT_ERROR,
@@ -87,11 +91,41 @@ QUIET: dict[KernelState, bool] = {
     KernelState.MISSING: False,
     KernelState.INCOMPLETE: False,
     KernelState.ERROR: False,
+    # Counted on the status line, and explained once per reason under it (every kernel's
+    # gates not judged for one reason read the same): -v lists the kernels.
+    KernelState.UNJUDGED: True,
 }
 if set(QUIET) != set(KernelState):
     raise AssertionError(
         f"perfgate.judge.policy.QUIET has no entry for {set(KernelState) - set(QUIET)}"
     )
+
+
+# Every writer's words for a kernel's state: (its count in the status line, its verdict).
+WORDS: dict[KernelState, tuple[str, str]] = {
+    KernelState.ERROR: ("errors", "error"),
+    KernelState.REGRESSED: ("regressed", "regressed"),
+    KernelState.UNJUDGED: ("not judged", "not judged"),
+    KernelState.MISSING: ("missing", "missing"),
+    KernelState.INCOMPLETE: ("incomplete", "incomplete"),
+    KernelState.IMPROVED: ("improved", "improved"),
+    KernelState.PASS: ("passed", "pass"),
+    KernelState.SKIPPED: ("skipped", "skipped"),
+    KernelState.NEW: ("new", "new"),
+}
+_exhaustive(WORDS, KernelState, "WORDS")
+# A comparison's state in words.
+COMPARISON_WORDS: dict[State, str] = {
+    State.PASS: "pass",
+    State.REGRESSED: "regressed",
+    State.IMPROVED: "improved",
+    State.NOTED: "noted",
+    State.MISSING_METRIC: "missing metric",
+    State.SKIPPED: "skipped",
+    State.UNJUDGED: "not judged",
+    State.ERROR: "error",
+}
+_exhaustive(COMPARISON_WORDS, State, "COMPARISON_WORDS")
 
 
 def meaning(state: KernelState, policy: frozenset[FailOn] = DEFAULT_POLICY) -> Meaning:
@@ -123,6 +157,25 @@ _EXIT = {
     Meaning.FAILS: ExitCode.GATE_FAILED,
     Meaning.INPUT_ERROR: ExitCode.INPUT_ERROR,
 }
+
+
+class ExitWords(NamedTuple):
+    """A check's outcome in words: the status line's, the JSON `status`, the step output
+    `verdict`."""
+
+    status_line: str
+    json: str
+    output: str
+
+
+# Every writer's words for the exit code a check ends with.
+EXIT_WORDS: dict[ExitCode, ExitWords] = {
+    ExitCode.OK: ExitWords("PASSED", "passed", "pass"),
+    ExitCode.GATE_FAILED: ExitWords("FAILED", "failed", "fail"),
+    ExitCode.INPUT_ERROR: ExitWords("ERROR", "error", "error"),
+    ExitCode.INTERNAL_ERROR: ExitWords("ERROR", "error", "error"),
+}
+_exhaustive(EXIT_WORDS, ExitCode, "EXIT_WORDS")
 
 
 def kernel_exit_code(state: KernelState, policy: frozenset[FailOn] = DEFAULT_POLICY) -> ExitCode:

@@ -20,6 +20,8 @@ class KernelState(enum.Enum):
     INCOMPLETE = "incomplete"  # a gated metric could not be measured in the capture
     MISSING = "missing"  # a baselined kernel is not in the capture
     NEW = "new"  # a kernel the baseline does not know
+    # A gate it holds was not judged and the reason was not waived (perfgate.judge.skips).
+    UNJUDGED = "unjudged"
     SKIPPED = "skipped"  # nothing of it could be compared here (another architecture)
     ERROR = "error"  # the comparison itself failed (a label against a number, say)
 
@@ -28,6 +30,7 @@ class KernelState(enum.Enum):
 SEVERITY: tuple[KernelState, ...] = (
     KernelState.ERROR,
     KernelState.REGRESSED,
+    KernelState.UNJUDGED,
     KernelState.MISSING,
     KernelState.INCOMPLETE,
     KernelState.IMPROVED,
@@ -47,6 +50,8 @@ def kernel_state(comparisons: tuple[Comparison, ...] | list[Comparison]) -> Kern
         return KernelState.ERROR
     if State.REGRESSED in states:
         return KernelState.REGRESSED
+    if State.UNJUDGED in states:
+        return KernelState.UNJUDGED
     if State.MISSING_METRIC in states:
         return KernelState.INCOMPLETE
     if State.IMPROVED in states:

@@ -22,48 +22,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+# The set itself lives in ingest (perfgate.ingest.gateset): reading a capture tells a gate
+# capture that lost its sidecar by its columns.
+from perfgate.ingest.gateset import DEVICE_PREFIX as DEVICE_PREFIX
+from perfgate.ingest.gateset import GATE_ONE_PASS as GATE_ONE_PASS
+from perfgate.ingest.gateset import LAUNCH_PREFIX as LAUNCH_PREFIX
+from perfgate.ingest.gateset import in_gate_capture as in_gate_capture
+from perfgate.ingest.gateset import in_gate_set as in_gate_set
+
 # The phases of `perfgate capture`, as its sidecar records them.
 from perfgate.ingest.meta import DIAGNOSIS as DIAGNOSIS
 from perfgate.ingest.meta import FULL as FULL
 from perfgate.ingest.meta import GATE as GATE
 from perfgate.ingest.meta import PHASES as PHASES
 
-# Set S10 of benchmarks/capture_cost/passes/candidates.txt, less the launch attributes
-# (LAUNCH_PREFIX): one replay pass on H100 (candidates-h100.txt).
-GATE_ONE_PASS: frozenset[str] = frozenset(
-    {
-        "gpu__time_duration.sum",
-        "smsp__inst_executed.sum",
-        "smsp__inst_executed_pipe_tensor.sum",
-        "dram__bytes_read.sum",
-        "dram__bytes_write.sum",
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-        "lts__t_requests_srcunit_tex_op_red.sum",
-        "lts__t_requests_srcunit_tex_op_atom.sum",
-        "sm__maximum_warps_per_active_cycle_pct",
-    }
-)
-# Launch attributes (registers, shared memory, occupancy limits) are read from the launch, not
-# counted: no replay pass.
-LAUNCH_PREFIX = "launch__"
-DEVICE_PREFIX = "device__"
 # Where the figures above come from (shown in docs and by tests).
 MEASURED_IN = "benchmarks/capture_cost/passes/candidates-h100.txt"
 
 # The reason a metric outside the gate set is skipped in a check of a gate capture alone.
 NOT_IN_GATE = "not in a gate capture (the diagnosis capture collects it)"
-
-
-def in_gate_set(raw: str) -> bool:
-    """Whether a gate capture collects the raw metric `raw`."""
-    return raw in GATE_ONE_PASS or raw.startswith(LAUNCH_PREFIX)
-
-
-def in_gate_capture(column: str) -> bool:
-    """Whether a gate capture holds the column `column` of ncu's raw page: what is no metric
-    (the kernel name, grid, block), the device's and launch attributes, and the gate set."""
-    return "__" not in column or column.startswith(DEVICE_PREFIX) or in_gate_set(column)
 
 
 def gate_part(raw: Iterable[str]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from perfgate.baseline.load import load_baseline
@@ -20,6 +20,9 @@ from perfgate.baseline.selection import below
 from perfgate.common.errors import UsageError
 from perfgate.ingest.launches import cc_version
 from perfgate.ingest.names import function_name
+from perfgate.ingest.scope import ALL, SCOPE_FILTERS, SCOPE_NAMES, capture_scope
+from perfgate.ingest.scope import differ as scope_differs
+from perfgate.metrics.catalog import ncu_metrics
 from perfgate.metrics.passes import DIAGNOSIS, FULL, GATE, gate_part
 from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
 
@@ -65,6 +68,10 @@ class CaptureOptions:
     # single-phase capture); diagnosis: every gated metric, of `diagnose` kernels only.
     phase: str = FULL
     diagnose: tuple[str, ...] = ()  # the failing kernels' names (diagnosis phase)
+    # --phases auto: the phase is the baselines' time basis (a baseline of full captures, as
+    # by hand, gets a full capture: a gate capture's durations would not be judged against
+    # it), and with no launch filter given, the baselines' own scope is applied.
+    follow_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,6 +253,14 @@ def build_plan(
     gated = gated_metrics(chosen, cc)
     if not gated:
         raise UsageError("the baselines gate no metric: nothing to capture")
+    phase, said = _phase(options, chosen)
+    notes.extend(said)
+    options = replace(options, phase=phase)
+    if options.phase == DIAGNOSIS:
+        # The rich set a capture by hand takes (perfgate metrics --ncu): a baseline recorded
+        # from gate captures gates the gate set alone, and its diagnosis side (`info`) was
+        # measured from full captures, whose metrics the failing kernels are explained by.
+        gated = tuple(dict.fromkeys([*gated, *ncu_metrics(cc)]))
     if options.phase == GATE:
         gated = gate_part(gated)
         if not gated:
@@ -283,6 +298,12 @@ def build_plan(
         cmd.append("--nvtx")
     for rng in options.nvtx_include:
         cmd += ["--nvtx-include", rng]
+    if options.phase != DIAGNOSIS:
+        extra, said = _scope_filters(options, chosen, cmd)
+        if any(a.startswith("--nvtx-") for a in extra) and "--nvtx" not in cmd:
+            cmd.append("--nvtx")  # ncu reads NVTX ranges only when told to
+        cmd += extra
+        notes.extend(said)
     cmd += ["--force-overwrite", "--export", report, "--log-file", log]
     program = _program(options.program)
     return CapturePlan(
@@ -295,6 +316,59 @@ def build_plan(
         program=program,
         phase=options.phase,
     )
+
+
+def _phase(options: CaptureOptions, chosen: Sequence[Baseline]) -> tuple[str, list[str]]:
+    """The phase to capture: the baselines' time basis under --phases auto; the one asked
+    for otherwise, with a note when the baselines hold durations of the other basis (a check
+    will not judge them: docs/check.md "Not judged")."""
+    bases = {b.gpu.time_basis for b in chosen}
+    if options.phase == DIAGNOSIS:
+        return DIAGNOSIS, []
+    if options.follow_baseline:
+        return (GATE if bases == {GATE} else FULL), []
+    other = sorted(b.path for b in chosen if b.gpu.time_basis != options.phase)
+    if not other:
+        return options.phase, []
+    return options.phase, [
+        f"{', '.join(other)} holds durations of {'gate' if options.phase == FULL else 'full'} "
+        f"captures: a {options.phase} capture's durations are not judged against it (check "
+        "fails unless --waive time-basis); --phases auto captures what the baseline needs"
+    ]
+
+
+def scope_arguments(scope: str) -> list[str]:
+    """ncu's arguments for a canonical scope text (perfgate.ingest.scope), launch filters
+    only: perfgate capture builds its own kernel-name filter."""
+    if scope == ALL:
+        return []
+    options = "|".join(re.escape(o) for o in SCOPE_FILTERS)
+    found = re.findall(rf"(?:^| )({options}) (.*?)(?= (?:{options}) |$)", scope)
+    return [a for o, v in found if o not in SCOPE_NAMES for a in (o, v)]
+
+
+def _scope_filters(
+    options: CaptureOptions, chosen: Sequence[Baseline], cmd: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The baselines' own launch filters when none was given (a baseline recorded with
+    `--nvtx-include step/` is re-captured with it), and a note when the launch filters given
+    leave the capture's scope other than the baselines' (its launch counts are then not
+    judged)."""
+    scopes = {b.gpu.scope for b in chosen if b.gpu.scope is not None}
+    given = options.launch_skip is not None or options.launch_count is not None
+    given = given or bool(options.nvtx_include)
+    extra: list[str] = []
+    if options.follow_baseline and not given and len(scopes) == 1:
+        extra = scope_arguments(next(iter(scopes)))
+    scope = capture_scope([*cmd, *extra, "PROGRAM"])
+    other = sorted(b.path for b in chosen if scope_differs(b.gpu.scope, scope))
+    if not other:
+        return extra, []
+    return extra, [
+        f"this capture's scope ({scope}) is not that of {', '.join(other)}: its launch counts "
+        "are not judged (check fails unless --waive scope); capture with the baseline's "
+        "launch filters, or give none and let --phases auto apply them"
+    ]
 
 
 def diagnosis_filter(names: Sequence[str]) -> str:

@@ -10,28 +10,13 @@ from collections.abc import Mapping, Sequence
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.policy import COMPARISON_WORDS, WORDS
 from perfgate.judge.states import KernelState
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
 
-VERDICT = {
-    State.PASS: "pass",
-    State.REGRESSED: "regressed",
-    State.IMPROVED: "improved",
-    State.NOTED: "noted",
-    State.MISSING_METRIC: "missing metric",
-    State.SKIPPED: "skipped",
-    State.ERROR: "error",
-}
-KERNEL_VERDICT = {
-    KernelState.PASS: "pass",
-    KernelState.IMPROVED: "improved",
-    KernelState.REGRESSED: "regressed",
-    KernelState.INCOMPLETE: "incomplete",
-    KernelState.MISSING: "missing",
-    KernelState.NEW: "new",
-    KernelState.SKIPPED: "skipped",
-    KernelState.ERROR: "error",
-}
+# The words are judge.policy's, one table for every writer.
+VERDICT = COMPARISON_WORDS
+KERNEL_VERDICT = {state: verdict for state, (_, verdict) in WORDS.items()}
 _QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
 
 

@@ -22,10 +22,11 @@ from typing import Literal
 
 from perfgate.judge.policy import Meaning, meaning
 from perfgate.judge.policy import failing as needs_attention
+from perfgate.judge.skips import describe
 from perfgate.judge.states import SEVERITY, KernelState
 from perfgate.reports.format import change_cost, counted, headline, location
 from perfgate.reports.summary import program_text
-from perfgate.verdicts.model import KernelVerdict, Report
+from perfgate.verdicts.model import KernelVerdict, ProgramVerdict, Report
 
 Level = Literal["error", "warning"]
 
@@ -52,6 +53,10 @@ def _properties(file: str, line: int | None, title: str) -> str:
     return f"{where}title={escape_property(title)}"
 
 
+def _program_title(program: ProgramVerdict | None) -> str:
+    return f"perfgate: program GPU time {program.state.value if program else ''}"
+
+
 def render(report: Report, files: Mapping[str, str] | None = None, level: Level = "error") -> str:
     # Unusable input is an error whatever the level: warn-only never relaxes it.
     lines = [
@@ -60,10 +65,18 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
     ]
     # The whole program slower beyond its bound: one annotation per baseline, before kernels.
     lines.extend(
-        f"::{level} title={escape_property('perfgate: program GPU time regressed')}::"
+        f"::{level} title={escape_property(_program_title(r.program))}::"
         f"{escape_data(program_text(r.program))}"
         for r in report.results
         if r.program is not None and meaning(r.program.state) is Meaning.FAILS
+    )
+    # Gates not judged: one error per reason (every kernel's reads the same), whatever the
+    # level: the gate could not judge them, as with unusable input.
+    lines.extend(
+        f"::error title={escape_property(f'perfgate: not judged ({n.skip.value})')}::"
+        f"{escape_data(describe(n.skip, n.fails, n.metrics, n.kernels, n.program))}"
+        for n in report.not_judged()
+        if n.fails
     )
     # A change that took baselined kernels away: one annotation, where its first one was
     # recorded, in place of one per missing kernel (perfgate.causes.changes).
@@ -86,7 +99,9 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
             (r, v)
             for r in report.results
             for v in r.verdicts
-            if needs_attention(v.state) and (id(r), v.kernel) not in under_change
+            if needs_attention(v.state)
+            and v.state is not KernelState.UNJUDGED  # said once per reason above
+            and (id(r), v.kernel) not in under_change
         ),
         key=lambda rv: _worst_first(rv[1]),
     )

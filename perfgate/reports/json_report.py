@@ -10,6 +10,8 @@ from perfgate import __version__
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison
+from perfgate.judge.policy import EXIT_WORDS
+from perfgate.judge.skips import describe
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import finite, noted_count
 from perfgate.reports.summary import program_text
@@ -38,6 +40,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
         "explained": c.explained,
         "baseline_shares": _shares(c.baseline_shares),
         "current_shares": _shares(c.current_shares),
+        "skip": c.skip.value if c.skip is not None else None,
     }
 
 
@@ -101,6 +104,7 @@ def _program(p: ProgramVerdict | None) -> dict[str, Any] | None:
         "new_kernels_ns": p.new_time,
         "missing_kernels_ns": p.missing_time,
         "reason": p.reason,
+        "skip": p.skip.value if p.skip is not None else None,
         "text": program_text(p),
     }
 
@@ -142,13 +146,25 @@ def to_dict(report: Report) -> dict[str, Any]:
     return {
         "$schema": SCHEMA_ID,
         "perfgate_version": __version__,
-        "status": {0: "passed", 1: "failed"}.get(code, "error"),
+        "status": EXIT_WORDS[report.exit_code].json,
         "exit_code": code,
         "problems": list(report.problems),
         "notes": list(report.notes),
         "counts": _counts(report.verdicts),
         "noted": noted_count(report.verdicts),
         "root_causes": report.cause_count,
+        "not_judged": [
+            {
+                "reason": n.skip.value,
+                "fails": n.fails,
+                "metrics": list(n.metrics),
+                "kernels": n.kernels,
+                "comparisons": n.comparisons,
+                "program": n.program,
+                "text": describe(n.skip, n.fails, n.metrics, n.kernels, n.program),
+            }
+            for n in report.not_judged()
+        ],
         "results": [_result(r) for r in report.results],
     }
 

@@ -53,7 +53,7 @@ def _case(v: KernelVerdict, classname: str, file: str, locations: bool) -> TestC
     if means is Meaning.FAILS:
         case.add_failure_info(message=message, output=detail, failure_type=v.state.value)
     elif means is Meaning.INPUT_ERROR:
-        case.add_error_info(message=message, output=detail, error_type="error")
+        case.add_error_info(message=message, output=detail, error_type=v.state.value)
     elif v.state is KernelState.NEW:
         case.add_skipped_info(message=f"new kernel: {message}", output=one_line(v.name))
     elif v.state is KernelState.SKIPPED:
@@ -69,6 +69,8 @@ def _program_case(program: ProgramVerdict, classname: str) -> TestCase:
     message = one_line(program_text(program))
     if meaning(program.state) is Meaning.FAILS:
         case.add_failure_info(message=message, output=message, failure_type=program.state.value)
+    elif meaning(program.state) is Meaning.INPUT_ERROR:
+        case.add_error_info(message=message, output=message, error_type=program.state.value)
     elif program.state is KernelState.SKIPPED:
         case.add_skipped_info(message=message, output=message)
     else:

@@ -40,7 +40,7 @@ from perfgate.reports.format import (
     value,
 )
 from perfgate.reports.markup import cell, code
-from perfgate.reports.summary import status_line
+from perfgate.reports.summary import not_judged_lines, status_line
 from perfgate.reports.svg import BASELINE_COLOUR, CURRENT_COLOUR
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
@@ -53,6 +53,7 @@ ICON = {
     KernelState.NEW: "🆕",
     KernelState.SKIPPED: "⏭️",
     KernelState.ERROR: "⚠️",
+    KernelState.UNJUDGED: "⛔",
 }
 PR_COMMENT_MARKER = "<!-- perfgate:pr-comment -->"
 STEP_SUMMARY_BUDGET = 1_000_000  # bytes; GitHub's limit is 1 MiB per step
@@ -288,6 +289,8 @@ def _head(report: Report) -> str:
     ]
     for problem in report.problems:
         out.append(f"> ⚠️ {cell(problem)}\n\n")
+    for line in not_judged_lines(report):
+        out.append(f"> {'⛔' if line.startswith('not judged') else '⏭️'} {cell(line)}\n\n")
     for note in report.notes:
         out.append(f"> {cell(note)}\n\n")
     for result in report.results:

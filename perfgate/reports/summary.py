@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from perfgate.common.errors import ExitCode
+from perfgate.judge.policy import EXIT_WORDS, WORDS
+from perfgate.judge.skips import describe
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import counted
-from perfgate.verdicts.model import ProgramVerdict, Report
+from perfgate.verdicts.model import NotJudged, ProgramVerdict, Report
 
-_LABELS = (
-    (KernelState.ERROR, "errors"),
-    (KernelState.REGRESSED, "regressed"),
-    (KernelState.MISSING, "missing"),
-    (KernelState.INCOMPLETE, "incomplete"),
-    (KernelState.IMPROVED, "improved"),
-    (KernelState.PASS, "passed"),
-    (KernelState.SKIPPED, "skipped"),
-    (KernelState.NEW, "new"),
-)
-if {state for state, _ in _LABELS} != set(KernelState):
-    raise AssertionError("perfgate.reports.summary: a KernelState without a label")
+# The counts in the order the policy lists them: what blocks a merge first.
+_LABELS = tuple((state, count) for state, (count, _) in WORDS.items())
 
 
 def _us(ns: float) -> str:
@@ -28,6 +19,10 @@ def _us(ns: float) -> str:
 def program_text(program: ProgramVerdict) -> str:
     """'program GPU time 168.2 us -> 173.4 us (+3.1%, bound 2.0%: regressed; new kernels
     0.0 us, missing 0.0 us)': what the check decided, in words."""
+    if program.state is KernelState.UNJUDGED:
+        return f"program GPU time NOT JUDGED: {program.reason}"
+    if program.state is KernelState.INCOMPLETE:
+        return f"program GPU time incomplete: {program.reason}"
     if program.state is KernelState.SKIPPED or program.current is None:
         return f"program GPU time not gated: {program.reason}"
     change = program.change
@@ -71,17 +66,44 @@ def status_line(report: Report) -> str:
         parts.append(text)
     gated = sum(1 for v in report.verdicts if v.state is not KernelState.NEW)
     code = report.exit_code
-    verdict = {ExitCode.OK: "PASSED", ExitCode.GATE_FAILED: "FAILED"}.get(code, "ERROR")
+    verdict = EXIT_WORDS[code].status_line
     baselines = f", {len(report.results)} baselines" if len(report.results) > 1 else ""
     # A skipped program time (a baseline recorded before it) leaves the line as it was; the
     # reason and the hint to re-record are a note of the text report, the JSON and JUnit.
     programs = [
         program_text(r.program)
         for r in report.results
-        if r.program is not None and r.program.state is not KernelState.SKIPPED
+        if r.program is not None
+        and r.program.state not in (KernelState.SKIPPED, KernelState.UNJUDGED)
     ]
+    # Gates not judged are named on the status line itself: -q shows nothing else.
+    unjudged = [n for n in report.not_judged() if n.fails]
+    waived = [n.skip.value for n in report.not_judged() if not n.fails]
     return (
         f"perfgate check {verdict}: {', '.join(parts) or 'nothing to compare'} "
         f"({gated} baselined kernel{'s' if gated != 1 else ''}{baselines})"
         + "".join(f"; {p}" for p in programs)
+        + (
+            "; NOT JUDGED, failing unless waived (--waive REASON): "
+            + ", ".join(f"{n.skip.value} ({_gates(n)})" for n in unjudged)
+            if unjudged
+            else ""
+        )
+        + (f"; not gated (waived): {', '.join(waived)}" if waived else "")
     )
+
+
+def _gates(n: NotJudged) -> str:
+    parts = [f"{counted(n.comparisons, 'gate')} of {counted(n.kernels, 'kernel')}"]
+    if n.program:
+        parts.append("program time")
+    return ", ".join(parts) if n.comparisons else "program time"
+
+
+def not_judged_lines(report: Report) -> list[str]:
+    """One line per reason some gates were not judged: the failing ones, then the waived."""
+    return [
+        ("not judged: " if n.fails else "not gated: ")
+        + describe(n.skip, n.fails, n.metrics, n.kernels, n.program)
+        for n in report.not_judged()
+    ]

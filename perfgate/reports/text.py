@@ -7,7 +7,7 @@ from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import change_lines, counted, kernel_lines, noted_count
-from perfgate.reports.summary import program_text, status_line
+from perfgate.reports.summary import not_judged_lines, program_text, status_line
 from perfgate.verdicts.model import CheckResult, Report
 
 
@@ -19,13 +19,17 @@ def _result_summary(result: CheckResult) -> str:
 
 def render(report: Report, verbose: bool = False) -> str:
     lines = [status_line(report)]
+    lines.extend(not_judged_lines(report))
     lines.extend(f"note: {n}" for n in report.notes)
     for result in report.results:
         if len(report.results) > 1:
             gpu = f" ({result.baseline_gpu})" if result.baseline_gpu else ""
             lines.append(f"{result.baseline_path}{gpu}: {_result_summary(result)}")
         lines.extend(f"warning: {w}" for w in result.warnings)
-        if result.program is not None and result.program.state is KernelState.SKIPPED:
+        if result.program is not None and result.program.state in (
+            KernelState.SKIPPED,
+            KernelState.UNJUDGED,
+        ):
             lines.append(f"note: {program_text(result.program)}")
         if result.notice:
             lines.append(f"notice: {result.notice}")

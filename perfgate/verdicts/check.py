@@ -45,6 +45,7 @@ from perfgate.judge.comparison import (
     compare_metric,
     merged_bounds,
 )
+from perfgate.judge.skips import Skip, passes
 from perfgate.judge.states import SEVERITY, KernelState, kernel_state
 from perfgate.metrics.catalog import (
     SHORT_KERNEL_NS,
@@ -83,28 +84,69 @@ class CheckSettings:
     # a baseline of full captures, or the reverse: perfgate.ingest.meta.time_basis); "": they
     # do. Then the time metrics and the program time are skipped, not judged.
     other_basis: str = ""
+    # The reasons the user waived by name (check --waive, a baseline's `waive:`): a gate not
+    # judged for one of them is SKIPPED and passes; for any other, UNJUDGED, which fails.
+    waived: frozenset[Skip] = frozenset()
 
+
+# The kernel states a gate not judged can change: a regression or an error stays what it is.
+_SETTLED_BY_COMPARISONS = frozenset(
+    {KernelState.PASS, KernelState.IMPROVED, KernelState.SKIPPED, KernelState.INCOMPLETE}
+)
 
 # What depends on how many launches the capture holds (perfgate.ingest.scope).
 SCOPED_METRICS = ("launches", "total_time")
 # What depends on the metric set the durations were measured under (the time basis).
 TIME_METRICS = ("duration", "total_time")
+# What else a gate capture reads otherwise than a full capture: DRAM bytes, 2-8% fewer in
+# gate captures of the same kernels (H100, measured), and the rate derived from them.
+CAPTURE_TYPE_METRICS = ("dram_bytes", "dram_throughput")
+OTHER_CAPTURE_TYPE = "DRAM traffic of gate and full captures of one kernel differs by 2-8%"
+
+# A metric not judged, with the reason that decides its state and the reasons in words.
+_Reason = tuple[Skip, str]
 
 
-def _not_compared(settings: CheckSettings) -> dict[str, str]:
-    """The metrics a check skips, each with its reason: launch counts of another scope,
-    durations of another time basis."""
-    out: dict[str, str] = {}
+def _not_compared(settings: CheckSettings) -> dict[str, _Reason]:
+    """The metrics a check cannot judge, each with its reason: launch counts of another
+    scope, durations and DRAM bytes of another time basis. A metric with two reasons is
+    decided by the first one not waived (both must be waived for it to pass)."""
+    found: dict[str, list[tuple[Skip, str]]] = {}
     if settings.other_basis:
-        out.update({m: f"not compared: {settings.other_basis}" for m in TIME_METRICS})
+        for m in TIME_METRICS:
+            found.setdefault(m, []).append((Skip.TIME_BASIS, settings.other_basis))
+        for m in CAPTURE_TYPE_METRICS:
+            found.setdefault(m, []).append((Skip.CAPTURE_TYPE, OTHER_CAPTURE_TYPE))
     if settings.other_scope:
         for m in SCOPED_METRICS:
-            out[m] = (
-                f"{out[m]}; {settings.other_scope}"
-                if m in out
-                else (f"not compared: {settings.other_scope}")
-            )
+            found.setdefault(m, []).append((Skip.SCOPE, settings.other_scope))
+    out: dict[str, _Reason] = {}
+    for m, reasons in found.items():
+        deciding = next((r for r, _ in reasons if r not in settings.waived), reasons[0][0])
+        out[m] = (deciding, "not compared: " + "; ".join(text for _, text in reasons))
     return out
+
+
+def _settle(
+    verdict: KernelVerdict, kernel: KernelBaseline, baseline: Baseline, waived: frozenset[Skip]
+) -> KernelVerdict:
+    """A gate the baseline holds that was not judged fails (UNJUDGED) unless its reason was
+    waived by name or is judged otherwise (perfgate.judge.skips); an evidence metric is no
+    gate, so it stays SKIPPED, named. The kernel's state follows its comparisons."""
+    if all(c.skip is None for c in verdict.comparisons):
+        return verdict
+    explicit = _explicit(kernel, baseline)
+    comparisons = []
+    for c in verdict.comparisons:
+        if c.skip is not None and c.state in (State.SKIPPED, State.UNJUDGED):
+            gate = role_of(c.metric) is Role.PRIMARY or c.metric in explicit
+            fails = gate and not passes(c.skip, waived)
+            c = replace(c, state=State.UNJUDGED if fails else State.SKIPPED)
+        comparisons.append(c)
+    state = verdict.state
+    if state in _SETTLED_BY_COMPARISONS:
+        state = kernel_state(comparisons)
+    return replace(verdict, comparisons=tuple(comparisons), state=state)
 
 
 # A metric without its own override has the bounds of its name in its baseline: a check of
@@ -177,10 +219,12 @@ def _compare_metric(
                     unit=defn.unit, message=message,
                 ), None  # fmt: skip
         message, state = measured.reason, State.SKIPPED
+        skip: Skip | None = Skip.ARCHITECTURE
         if gated_out:
             # Left to the diagnosis capture: a real result, never a silent pass.
-            message = NOT_IN_GATE
+            message, skip = NOT_IN_GATE, Skip.CAPTURE_TYPE
         elif not measured.architecture:
+            skip = None
             state = State.MISSING_METRIC
             if measured.needed:
                 more = ", ..." if len(measured.needed) > 4 else ""
@@ -188,8 +232,9 @@ def _compare_metric(
                     measured.needed[:4], capture.columns, next((la.cc for la in launches), None)
                 )
         return Comparison(
-            kernel.id, metric.name, state, metric.value, unit=defn.unit, message=message
-        ), None
+            kernel.id, metric.name, state, metric.value, unit=defn.unit, message=message,
+            skip=skip,
+        ), None  # fmt: skip
     judged_by = (
         merged_bounds(defn, metric, baseline)
         if memo is None
@@ -204,26 +249,6 @@ def _compare_metric(
 
 def _outside_gate(needed: Sequence[str]) -> bool:
     return bool(needed) and not all(in_gate_set(n) for n in needed)
-
-
-def _gate_summary(verdicts: Sequence[KernelVerdict]) -> str | None:
-    """The one line a check of a gate capture says about what it did not compare."""
-    skipped = [
-        (v.kernel, c.metric)
-        for v in verdicts
-        for c in v.comparisons
-        if c.state is State.SKIPPED and c.message == NOT_IN_GATE
-    ]
-    if not skipped:
-        return None
-    kernels = len({k for k, _ in skipped})
-    metrics = sorted({m for _, m in skipped})
-    shown = ", ".join(metrics[:6]) + (f" and {len(metrics) - 6} more" if len(metrics) > 6 else "")
-    return (
-        f"gate capture: {len(skipped)} comparison(s) of {kernels} kernel(s) skipped, not in a "
-        f"gate capture ({shown}); the diagnosis capture adds them for the kernels that fail "
-        "(perfgate capture --phases auto), a full capture for all (--phases full)"
-    )
 
 
 def _explain_rates(
@@ -522,7 +547,7 @@ def _judge_split(
     capture: Capture,
     baseline: Baseline,
     memo: _Bounds,
-    reasons: Mapping[str, str] | None = None,
+    reasons: Mapping[str, _Reason] | None = None,
 ) -> KernelVerdict:
     """A baselined kernel whose launches now fall into work classes its entry does not have
     (one launch of three ran 40% more instructions): each class is judged against the entry,
@@ -531,7 +556,7 @@ def _judge_split(
     `reasons` (another scope's launch counts, another time basis's durations) are skipped."""
     skipped = tuple(
         Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
-                   message=reasons[m.name])
+                   message=reasons[m.name][1], skip=reasons[m.name][0])
         for m in kernel.metrics if reasons and m.name in reasons
     )  # fmt: skip
     if reasons:
@@ -583,7 +608,7 @@ def _out_of_scope(
     capture: Capture,
     baseline: Baseline,
     how: str,
-    reasons: Mapping[str, str],
+    reasons: Mapping[str, _Reason],
     memo: _Bounds,
 ) -> KernelVerdict:
     """A kernel of a capture scoped otherwise than the baseline, or measured under another
@@ -602,7 +627,7 @@ def _out_of_scope(
     )
     skipped = tuple(
         Comparison(kernel.id, m.name, State.SKIPPED, m.value, unit=m.definition.unit,
-                   message=reasons[m.name])
+                   message=reasons[m.name][1], skip=reasons[m.name][0])
         for m in counted
     )  # fmt: skip
     return replace(verdict, comparisons=verdict.comparisons + skipped)
@@ -616,6 +641,7 @@ def _configuration_changed(kernel: KernelBaseline, metric: MetricBaseline) -> Co
         baseline=metric.value,
         unit=metric.unit,
         message="configuration changed",
+        skip=Skip.CONFIGURATION,
     )
 
 
@@ -899,16 +925,15 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     not_compared = _not_compared(settings)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches and matching.how[kernel.id].startswith(SPLIT):
-            verdicts.append(
-                _judge_split(
-                    kernel, matching.groups[kernel.id], capture, baseline, memo, not_compared
-                )
+            verdict = _judge_split(
+                kernel, matching.groups[kernel.id], capture, baseline, memo, not_compared
             )
+            verdicts.append(_settle(verdict, kernel, baseline, settings.waived))
         elif launches and not_compared:
-            verdicts.append(
-                _out_of_scope(kernel, launches, capture, baseline, matching.how[kernel.id],
-                              not_compared, memo)
-            )  # fmt: skip
+            verdict = _out_of_scope(
+                kernel, launches, capture, baseline, matching.how[kernel.id], not_compared, memo
+            )
+            verdicts.append(_settle(verdict, kernel, baseline, settings.waived))
         elif launches:
             kernel = _per_configuration(kernel, launches)
             how = matching.how[kernel.id]
@@ -918,7 +943,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
             if rows is not None and not how.startswith(_CHANGED):
                 passed = passing.comparisons(kernel, launches, capture, rows)
             verdict = _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
-            verdicts.append(_named_choice(verdict, kernel, launches, capture))
+            verdict = _named_choice(verdict, kernel, launches, capture)
+            verdicts.append(_settle(verdict, kernel, baseline, settings.waived))
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))
     if settings.report_new_kernels:
@@ -947,12 +973,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     mismatch = _family_warning(verdicts)
     if mismatch:
         warnings.append(mismatch)
-    if settings.other_scope:
-        warnings.append(settings.other_scope)
-    if settings.other_basis:
-        warnings.append(_basis_warning(baseline, settings.other_basis))
-    if capture.gate and (summary := _gate_summary(verdicts)):
-        warnings.append(summary)
+    # Another scope, time basis or capture type is said once per reason by every report
+    # (verdicts.model.not_judged), not as a warning here.
     devices = capture.devices
     new_launches = [la for group in matching.unclaimed for la in group.launches]
     return CheckResult(
@@ -963,24 +985,8 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         devices=devices,
         baseline_gpu=gpu,
         notice=notice,
-        program=_program(
-            baseline,
-            capture,
-            new_launches,
-            missing,
-            "; ".join(r for r in (settings.other_basis, settings.other_scope) if r),
-        ),
+        program=_program(baseline, capture, new_launches, missing, settings),
         changes=changes,
-    )
-
-
-def _basis_warning(baseline: Baseline, reason: str) -> str:
-    """The one line a check says about durations of another time basis."""
-    mine = "gate" if baseline.gpu.time_basis == "gate" else "full"
-    theirs = "full" if mine == "gate" else "gate"
-    return (
-        f"{baseline.path} was recorded from {mine} captures, the capture is a {theirs} "
-        f"capture: durations (duration, total_time, the program time) not compared: {reason}"
     )
 
 
@@ -989,15 +995,31 @@ def _program(
     capture: Capture,
     new_launches: list[Launch],
     missing: list[KernelBaseline],
-    not_compared: str,
+    settings: CheckSettings,
 ) -> ProgramVerdict | None:
     """The whole-program time, a sum over the captured launches: of another scope or time
-    basis (`not_compared`, the reasons) it is skipped, like the kernels' launch counts and
-    durations."""
+    basis it is not judged, like the kernels' launch counts and durations, and fails
+    (UNJUDGED) unless every reason was waived by name."""
     program = judge_program(baseline, capture, new_launches, missing)
-    if program is None or not not_compared or program.state is KernelState.SKIPPED:
-        return program
-    return replace(program, state=KernelState.SKIPPED, reason=f"not compared: {not_compared}")
+    reasons = [
+        (skip, text)
+        for skip, text in (
+            (Skip.TIME_BASIS, settings.other_basis),
+            (Skip.SCOPE, settings.other_scope),
+        )
+        if text
+    ]
+    if program.skip is not None:  # the capture could not give it: judged below like the rest
+        reasons = [(program.skip, program.reason), *reasons]
+    elif program.state is KernelState.SKIPPED or not reasons:
+        return program  # judged, or no program time recorded: nothing the baseline gates
+    deciding = next((r for r, _ in reasons if r not in settings.waived), None)
+    return replace(
+        program,
+        state=KernelState.SKIPPED if deciding is None else KernelState.UNJUDGED,
+        skip=deciding or reasons[0][0],
+        reason="not compared: " + "; ".join(text for _, text in reasons),
+    )
 
 
 def _changes(

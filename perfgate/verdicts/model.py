@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import CauseKind, RootCause
 from perfgate.common.errors import ExitCode
-from perfgate.judge.comparison import Comparison
+from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.policy import (
     DEFAULT_POLICY,
     FailOn,
@@ -23,7 +23,9 @@ from perfgate.judge.policy import (
     kernel_exit_code,
     worst_exit_code,
 )
+from perfgate.judge.skips import WAIVED_BY_NAME, Skip
 from perfgate.judge.states import SEVERITY, KernelState
+from perfgate.metrics.catalog import Role, role_of
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,9 @@ class ProgramVerdict:
     new_time: float = 0.0  # ns, in the judged file: kernels the baseline does not hold
     missing_time: float = 0.0  # ns, as recorded: baselined kernels absent from the captures
     reason: str = ""  # why it was skipped
+    # Why the baseline's program time was not judged (perfgate.judge.skips); None: judged,
+    # or the baseline holds none (then there is no gate to judge).
+    skip: Skip | None = None
 
     @property
     def change(self) -> float | None:
@@ -134,6 +139,53 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class NotJudged:
+    """The gates of a check not judged for one reason (perfgate.judge.skips): failing
+    (UNJUDGED) or passing by a waiver (SKIPPED). Every report names these."""
+
+    skip: Skip
+    fails: bool
+    metrics: tuple[str, ...]  # the metrics not judged, each once, in their first order
+    kernels: int  # how many kernels they belong to
+    comparisons: int
+    program: bool  # the whole-program time is one of them
+
+
+def not_judged(results: tuple[CheckResult, ...]) -> tuple[NotJudged, ...]:
+    """The gates not judged, per reason and outcome: failing ones first. A skip of an
+    evidence metric (no gate) is not listed: it is a note of its kernel."""
+    found: dict[tuple[Skip, bool], tuple[dict[str, None], set[str], list[int], list[bool]]] = {}
+
+    def entry(skip: Skip, fails: bool) -> tuple[dict[str, None], set[str], list[int], list[bool]]:
+        return found.setdefault((skip, fails), ({}, set(), [0], [False]))
+
+    for r in results:
+        for v in r.verdicts:
+            for c in v.comparisons:
+                if c.skip is None or c.state not in (State.UNJUDGED, State.SKIPPED):
+                    continue
+                if c.state is State.SKIPPED and (
+                    c.skip not in WAIVED_BY_NAME or role_of(c.metric) is not Role.PRIMARY
+                ):
+                    continue  # passes without a waiver, or no gate: a note of its kernel
+                metrics, kernels, count, _ = entry(c.skip, c.state is State.UNJUDGED)
+                metrics[c.metric] = None
+                kernels.add(f"{r.baseline_path}\0{v.kernel}")
+                count[0] += 1
+        p = r.program
+        if p is not None and p.skip is not None and p.state in _NOT_JUDGED_PROGRAM:
+            entry(p.skip, p.state is KernelState.UNJUDGED)[3][0] = True
+    out = [
+        NotJudged(skip, fails, tuple(m), len(k), n[0], prog[0])
+        for (skip, fails), (m, k, n, prog) in found.items()
+    ]
+    return tuple(sorted(out, key=lambda n: (not n.fails, list(Skip).index(n.skip))))
+
+
+_NOT_JUDGED_PROGRAM = (KernelState.UNJUDGED, KernelState.SKIPPED)
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything one `perfgate check` found: a result per baseline, or the input problems
     that stopped it before any comparison (then `results` is empty)."""
@@ -166,6 +218,11 @@ class Report:
     @property
     def verdicts(self) -> tuple[KernelVerdict, ...]:
         return tuple(v for r in self.results for v in r.verdicts)
+
+    def not_judged(self) -> tuple[NotJudged, ...]:
+        """The gates this check did not judge, per reason: those that fail it, and those a
+        waiver let pass (perfgate.judge.skips)."""
+        return not_judged(self.results)
 
     @property
     def comparisons(self) -> tuple[Comparison, ...]:

@@ -43,9 +43,20 @@ def judge_program(
             reason=f"the baseline holds no whole-program GPU time; {RE_RECORD}",
         )
     judged = [(t, p) for t, p in zip(runs, capture.paths, strict=True) if t is not None]
-    if not judged:
+    if not capture.launches:
+        # No launch of this baseline's GPU: every kernel of it is missing, which fails.
         return ProgramVerdict(
             KernelState.SKIPPED,
+            baseline=recorded.value,
+            runs=runs,
+            bound=recorded.relative,
+            reason="no launch of this baseline's GPU in the captures",
+        )
+    if not judged:
+        # The baseline gates it and the captures lack the metric: incomplete, as a kernel
+        # whose gated metric is absent (it fails under --fail-on missing, the default).
+        return ProgramVerdict(
+            KernelState.INCOMPLETE,
             baseline=recorded.value,
             runs=runs,
             bound=recorded.relative,

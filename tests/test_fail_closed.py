@@ -1,0 +1,290 @@
+"""Fail closed: a check passes only if every gate the baseline holds for a kernel in the
+capture was judged (docs/check.md "Not judged").
+
+The README's path end to end: a baseline recorded from hand captures (README step 2), then
+`perfgate capture -b` in CI through a stand-in ncu (tests/fake_ncu.py) replaying real
+captures, then `perfgate check`. A gate capture's durations are not a full capture's, so
+`capture` must take what the baseline needs, and a check of anything it cannot judge fails
+with the reason named, unless the user waived it by name."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfgate.ingest import read_captures
+from perfgate.ingest.gateset import looks_like_gate
+from perfgate.ingest.scope import ALL, declared
+from perfgate.judge.comparison import State
+from perfgate.judge.policy import TABLE, Meaning
+from perfgate.judge.skips import WAIVABLE, Skip, parse_waivers
+from perfgate.judge.skips import TABLE as SKIPS
+from perfgate.judge.states import KernelState
+from tests.conftest import ROOT
+
+TEXTS = ROOT / "tests" / "data" / "h200" / "capture"
+REAL = ROOT / "tests" / "data" / "h200" / "real"
+FIELD = ROOT / "tests" / "data" / "field"
+FAKE_NCU = str(ROOT / "tests" / "fake_ncu.py")
+
+
+def perfgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, **(env or {})}, timeout=300,
+    )  # fmt: skip
+
+
+def _fake(csv: Path, argv: Path) -> dict[str, str]:
+    return {
+        "FAKE_NCU_VERSION": str(TEXTS / "ncu-version.txt"),
+        "FAKE_NCU_LOG": str(TEXTS / "torch-capture.csv.log"),
+        "FAKE_NCU_CSV": str(csv),
+        "FAKE_NCU_ARGV_ALL": str(argv),
+    }
+
+
+@pytest.fixture(scope="module")
+def hand_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """README step 2: a baseline recorded from three hand captures (no sidecar) of a real
+    PyTorch model on an H200; CI's captures replay `perfgate capture` of the same model on
+    another machine start (tests/data/h200/capture/torch-capture.csv)."""
+    out = tmp_path_factory.mktemp("b") / "torch.yaml"
+    runs = [a for i in (1, 2, 3) for a in ("-c", str(REAL / f"torch-flash-run{i}.csv"))]
+    proc = perfgate("baseline", "record", *runs, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _slower(source: Path, dest: Path, factor: float) -> Path:
+    """SYNTHETIC, derived from a real capture: every launch's gpu__time_duration.sum times
+    `factor`, nothing else touched (a build that is slower and nothing more)."""
+    lines = source.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(lines[start:]))
+    col = rows[0].index("gpu__time_duration.sum")
+    for row in rows[2:]:  # after the header and the units
+        if len(row) > col and row[col]:
+            row[col] = f"{float(row[col].replace(',', '')) * factor:.0f}"
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    dest.write_text("".join(lines[:start]) + buffer.getvalue())
+    return dest
+
+
+def _ci_capture(
+    baseline: Path, csv: Path, tmp_path: Path, *extra: str
+) -> tuple[Path, list[list[str]]]:
+    """`perfgate capture -b BASELINE` as CI runs it (README: "once baselines exist, let
+    perfgate run ncu"), replaying `csv`; the capture and every ncu profile run's argv."""
+    out = tmp_path / "ci.csv"
+    argv = tmp_path / "argv"
+    proc = perfgate("capture", "-b", str(baseline), "-o", str(out), "--ncu", FAKE_NCU, *extra,
+                    "--", sys.executable, "-c", "pass", env=_fake(csv, argv))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = [line.split("\x1f") for line in argv.read_text().splitlines()]
+    return out, runs
+
+
+def test_readme_path_judges_durations_and_fails_a_slower_build(
+    hand_baseline: Path, tmp_path: Path
+) -> None:
+    slow = _slower(TEXTS / "torch-capture.csv", tmp_path / "slow.csv", 1.5)
+    capture, runs = _ci_capture(hand_baseline, slow, tmp_path)
+    # One full capture: the baseline's durations are a full capture's.
+    assert len(runs) == 1
+    meta = json.loads(Path(f"{capture}.meta.json").read_text())
+    assert meta["phase"] == "full"
+    proc = perfgate("check", "-b", str(hand_baseline), "-c", str(capture), "--json",
+                    str(tmp_path / "r.json"))  # fmt: skip
+    assert proc.returncode == 1, proc.stdout
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["not_judged"] == []
+    durations = [
+        c
+        for r in result["results"]
+        for k in r["kernels"]
+        for c in k["comparisons"]
+        if c["metric"] == "duration"
+    ]
+    assert durations and all(c["state"] != "skipped" for c in durations)
+    assert any(c["state"] == "regressed" for c in durations)
+    assert result["results"][0]["program"]["state"] == "regressed"
+
+
+def test_readme_path_passes_the_unchanged_build(hand_baseline: Path, tmp_path: Path) -> None:
+    capture, _ = _ci_capture(hand_baseline, TEXTS / "torch-capture.csv", tmp_path)
+    proc = perfgate("check", "-b", str(hand_baseline), "-c", str(capture))
+    assert proc.returncode == 0, proc.stdout
+    assert "NOT JUDGED" not in proc.stdout and "not judged" not in proc.stdout
+
+
+def test_a_gate_capture_against_a_hand_baseline_fails_named_even_quiet(
+    hand_baseline: Path, tmp_path: Path
+) -> None:
+    """The old route to exit 0: a gate capture's durations against a full baseline."""
+    slow = _slower(TEXTS / "torch-capture.csv", tmp_path / "slow.csv", 1.5)
+    capture, runs = _ci_capture(hand_baseline, slow, tmp_path, "--phases", "gate")
+    assert json.loads(Path(f"{capture}.meta.json").read_text())["phase"] == "gate"
+    proc = perfgate("-q", "check", "-b", str(hand_baseline), "-c", str(capture))
+    assert proc.returncode == 2, proc.stdout
+    status = proc.stdout.strip().splitlines()
+    assert len(status) == 1  # -q: the status line alone, and it names what was not judged
+    assert "NOT JUDGED" in status[0] and "time-basis" in status[0]
+    # Waived by name: the slowdown still goes unjudged, and the report says so.
+    waived = perfgate("check", "-b", str(hand_baseline), "-c", str(capture), "--waive",
+                      "time-basis", "--waive", "capture-type")  # fmt: skip
+    assert waived.returncode == 0, waived.stdout
+    assert "not gated (waived): time-basis" in waived.stdout.splitlines()[0]
+    assert "not gated: time-basis (waived)" in waived.stdout
+
+
+def _states(report_json: dict[str, object]) -> set[str]:
+    return {k["state"] for r in report_json["results"] for k in r["kernels"]}  # type: ignore[attr-defined,index]
+
+
+def test_every_writer_names_the_unjudged_state(hand_baseline: Path, tmp_path: Path) -> None:
+    capture, _ = _ci_capture(
+        hand_baseline, TEXTS / "torch-capture.csv", tmp_path, "--phases", "gate"
+    )
+    summary = tmp_path / "summary.md"
+    outputs = tmp_path / "outputs"
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary),
+           "GITHUB_OUTPUT": str(outputs)}  # fmt: skip
+    proc = perfgate("check", "-b", str(hand_baseline), "-c", str(capture), "--json",
+                    str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"), env=env)  # fmt: skip
+    assert proc.returncode == 2
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["status"] == "error"
+    assert "unjudged" in _states(result)
+    assert {n["reason"] for n in result["not_judged"] if n["fails"]} >= {"time-basis"}
+    assert "not judged: time-basis" in summary.read_text()
+    assert "unjudged=" in outputs.read_text() and "verdict=error" in outputs.read_text()
+    assert 'type="unjudged"' in (tmp_path / "j.xml").read_text()
+    assert "::error title=perfgate%3A not judged (time-basis)::" in proc.stdout + proc.stderr
+
+
+def test_a_gzipped_gate_capture_keeps_its_sidecar(tmp_path: Path) -> None:
+    """`gzip ci.csv` leaves ci.csv.meta.json beside ci.csv.gz: it is found, and the gate
+    capture's durations are judged as a gate capture's (issue: exit 1 as ci.csv, exit 0 as
+    ci.csv.gz)."""
+    src = FIELD / "gate" / "h100-j"
+    runs = [a for i in (1, 2, 3) for a in ("-c", str(src / f"cnn-fp32-run{i}.csv.gz"))]
+    baseline = tmp_path / "gate.yaml"
+    assert perfgate("baseline", "record", *runs, "-o", str(baseline)).returncode == 0
+    shutil.copy(FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz", tmp_path / "ci.csv.gz")
+    shutil.copy(
+        FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz.meta.json", tmp_path / "ci.csv.meta.json"
+    )
+    proc = perfgate("-q", "check", "-b", str(baseline), "-c", str(tmp_path / "ci.csv.gz"))
+    assert proc.returncode == 0, proc.stdout
+    assert "NOT JUDGED" not in proc.stdout
+
+
+def test_a_renamed_gate_capture_is_read_as_one(tmp_path: Path) -> None:
+    """Without its sidecar a gate capture is told by its columns: its durations are never
+    taken for a full capture's (they run 2-4% longer)."""
+    with gzip.open(FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz", "rb") as fh:
+        (tmp_path / "renamed.csv").write_bytes(fh.read())
+    capture = read_captures([str(tmp_path / "renamed.csv")])
+    assert capture.gate and capture.gate_files == (str(tmp_path / "renamed.csv"),)
+    assert any("read as a gate capture" in w for w in capture.warnings)
+
+
+def test_gate_capture_columns_are_told_from_full_captures() -> None:
+    """Every gate capture of the corpus reads as one; no full capture of it does."""
+    gates = sorted((FIELD / "gate").glob("*/*.csv.gz"))
+    fulls = sorted((FIELD / "h100").glob("*/*.csv.gz"))[:12] + sorted(REAL.glob("*.csv"))[:12]
+    assert gates and fulls
+    assert all(looks_like_gate(read_captures([str(p)]).columns) for p in gates[::6])
+    assert not any(looks_like_gate(read_captures([str(p)]).columns) for p in fulls)
+
+
+def test_a_check_with_another_scope_fails_unless_declared_or_waived(
+    hand_baseline: Path, tmp_path: Path
+) -> None:
+    """`perfgate capture --nvtx-include step/` against a hand baseline: its launch counts
+    are not judged (the issue: every kernel launched twice passed)."""
+    capture, runs = _ci_capture(
+        hand_baseline, TEXTS / "torch-capture.csv", tmp_path, "--nvtx-include", "step/"
+    )
+    assert "--nvtx-include" in runs[0]
+    proc = perfgate("-q", "check", "-b", str(hand_baseline), "-c", str(capture))
+    assert proc.returncode == 2 and "scope" in proc.stdout
+    # Declared when recorded: the same capture is judged, launch counts and all.
+    declared_baseline = tmp_path / "declared.yaml"
+    runs_args = [a for i in (1, 2, 3) for a in ("-c", str(REAL / f"torch-flash-run{i}.csv"))]
+    rec = perfgate("baseline", "record", *runs_args, "--scope", "--nvtx-include step/", "-o",
+                   str(declared_baseline))  # fmt: skip
+    assert rec.returncode == 0, rec.stderr
+    proc = perfgate("-q", "check", "-b", str(declared_baseline), "-c", str(capture))
+    assert proc.returncode == 0, proc.stdout
+    # perfgate capture applies a declared scope when given no launch filter.
+    _, again = _ci_capture(declared_baseline, TEXTS / "torch-capture.csv", tmp_path)
+    assert again[0][again[0].index("--nvtx-include") + 1] == "step/"
+    assert "--nvtx" in again[0]
+
+
+def test_declared_scopes() -> None:
+    assert declared("all") == ALL
+    assert declared("--nvtx-include step/ --launch-count 20") == (
+        "--launch-count 20 --nvtx-include step/"
+    )
+    assert declared("--bogus 3") is None
+    assert declared("'unterminated") is None
+
+
+def test_waivers_are_names_of_the_table() -> None:
+    assert set(WAIVABLE) == {s.value for s in Skip if SKIPS[s].waivable}
+    assert Skip.CONFIGURATION.value not in WAIVABLE  # judged otherwise: passes unwaived
+    assert parse_waivers(["time-basis", " scope"]) == {Skip.TIME_BASIS, Skip.SCOPE}
+    with pytest.raises(Exception, match="--waive"):
+        parse_waivers(["time_basis"])
+    assert TABLE[KernelState.UNJUDGED] is Meaning.INPUT_ERROR
+
+
+def test_unjudged_comparisons_make_the_kernel_unjudged_not_passed() -> None:
+    from perfgate.judge.comparison import Comparison
+    from perfgate.judge.states import kernel_state
+
+    judged = Comparison("k", "instructions", State.PASS)
+    unjudged = Comparison("k", "duration", State.UNJUDGED, skip=Skip.TIME_BASIS)
+    skipped = Comparison("k", "duration", State.SKIPPED, skip=Skip.TIME_BASIS)
+    regressed = Comparison("k", "instructions", State.REGRESSED)
+    assert kernel_state([judged, unjudged]) is KernelState.UNJUDGED
+    assert kernel_state([judged, skipped]) is KernelState.PASS
+    assert kernel_state([regressed, unjudged]) is KernelState.REGRESSED
+
+
+def test_the_action_passes_its_waive_input_by_name() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "github_action", ROOT / "scripts" / "github_action.py"
+    )
+    assert spec is not None and spec.loader is not None
+    action = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(action)
+    env = {
+        "PERFGATE": "perfgate",
+        "PERFGATE_BASELINE": "baselines/h100/zoo.yaml",
+        "PERFGATE_CAPTURES": "tests/data/h100/zoo-good-short-run2.csv",
+        "PERFGATE_WAIVE": "time-basis, scope",
+    }
+    runs, _ = action.commands(env)
+    check = runs[-1]
+    assert check[check.index("--waive") :][:4] == ["--waive", "time-basis", "--waive", "scope"]
+    runs, _ = action.commands({**env, "PERFGATE_WAIVE": ""})
+    assert "--waive" not in runs[-1]
+    # The input is declared, empty by default (nothing is waived unless named).
+    text = (ROOT / "action.yml").read_text()
+    assert "  waive:\n" in text and "PERFGATE_WAIVE: ${{ inputs.waive }}" in text
