@@ -26,8 +26,8 @@ from perfgate.ingest.gateset import looks_like_gate
 from perfgate.ingest.scope import ALL, declared
 from perfgate.judge.comparison import State
 from perfgate.judge.policy import TABLE, Meaning
-from perfgate.judge.skips import WAIVABLE, Skip, parse_waivers
 from perfgate.judge.skips import TABLE as SKIPS
+from perfgate.judge.skips import WAIVABLE, Skip, parse_waivers
 from perfgate.judge.states import KernelState
 from tests.conftest import ROOT
 
@@ -133,7 +133,7 @@ def test_a_gate_capture_against_a_hand_baseline_fails_named_even_quiet(
 ) -> None:
     """The old route to exit 0: a gate capture's durations against a full baseline."""
     slow = _slower(TEXTS / "torch-capture.csv", tmp_path / "slow.csv", 1.5)
-    capture, runs = _ci_capture(hand_baseline, slow, tmp_path, "--phases", "gate")
+    capture, _ = _ci_capture(hand_baseline, slow, tmp_path, "--phases", "gate")
     assert json.loads(Path(f"{capture}.meta.json").read_text())["phase"] == "gate"
     proc = perfgate("-q", "check", "-b", str(hand_baseline), "-c", str(capture))
     assert proc.returncode == 2, proc.stdout
