@@ -28,7 +28,7 @@ from perfgate.common.fileio import (
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
 from perfgate.judge.policy import EXIT_WORDS, FailOn
-from perfgate.judge.skips import Skip
+from perfgate.judge.skips import Skip, parse_waivers
 from perfgate.judge.states import KernelState
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
@@ -113,7 +113,7 @@ def run_check(request: CheckRequest) -> Report:
                 extra_warnings=a.warnings,
                 other_scope=a.other_scope,
                 other_basis=a.other_basis,
-                waived=request.waived | _allowed_by(request),
+                waived=request.waived | _allowed_by(request) | parse_waivers(a.baseline.waive),
             ),
         )
         for a in plan.assignments

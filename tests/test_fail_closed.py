@@ -250,6 +250,9 @@ def test_waivers_are_names_of_the_table() -> None:
     with pytest.raises(Exception, match="--waive"):
         parse_waivers(["time_basis"])
     assert TABLE[KernelState.UNJUDGED] is Meaning.INPUT_ERROR
+    # The baseline file's `waive:` takes exactly these names (its schema lists them).
+    schema = json.loads((ROOT / "schemas" / "baseline.schema.json").read_text())
+    assert schema["properties"]["waive"]["items"]["enum"] == list(WAIVABLE)
 
 
 def test_unjudged_comparisons_make_the_kernel_unjudged_not_passed() -> None:
@@ -288,3 +291,47 @@ def test_the_action_passes_its_waive_input_by_name() -> None:
     # The input is declared, empty by default (nothing is waived unless named).
     text = (ROOT / "action.yml").read_text()
     assert "  waive:\n" in text and "PERFGATE_WAIVE: ${{ inputs.waive }}" in text
+
+
+def test_a_baseline_can_waive_by_name_and_only_by_known_names(
+    hand_baseline: Path, tmp_path: Path
+) -> None:
+    capture, _ = _ci_capture(
+        hand_baseline, TEXTS / "torch-capture.csv", tmp_path, "--phases", "gate"
+    )
+    text = hand_baseline.read_text()
+    waived = tmp_path / "waived.yaml"
+    waived.write_text(
+        text.replace("\nkernels:\n", "\nwaive: [time-basis, capture-type]\nkernels:\n", 1)
+    )
+    proc = perfgate("check", "-b", str(waived), "-c", str(capture))
+    assert proc.returncode == 0, proc.stdout
+    assert "not gated (waived): time-basis, capture-type" in proc.stdout.splitlines()[0]
+    # One name waived, the other still fails the check.
+    one = tmp_path / "one.yaml"
+    one.write_text(text.replace("\nkernels:\n", "\nwaive: [time-basis]\nkernels:\n", 1))
+    proc = perfgate("check", "-b", str(one), "-c", str(capture))
+    assert proc.returncode == 2 and "capture-type" in proc.stdout.splitlines()[0]
+    # A name that is no reason is refused where the baseline is read, never ignored.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("\nkernels:\n", "\nwaive: [time_basis]\nkernels:\n", 1))
+    proc = perfgate("check", "-b", str(bad), "-c", str(capture))
+    assert proc.returncode == 2 and "waive" in proc.stderr and "Traceback" not in proc.stderr
+    # It survives a dump and load.
+    from perfgate.baseline.dump import dump_baseline
+    from perfgate.baseline.load import load_baseline, parse_baseline
+
+    loaded = load_baseline(str(waived))
+    assert loaded.waive == ("time-basis", "capture-type")
+    assert parse_baseline(dump_baseline(loaded), "again.yaml").waive == loaded.waive
+
+
+def test_diff_and_show_name_a_waiver(tmp_path: Path) -> None:
+    text = (ROOT / "baselines" / "h100" / "zoo.yaml").read_text()
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(text)
+    b.write_text(text.replace("\nkernels:\n", "\nwaive: [scope]\nkernels:\n", 1))
+    diff = perfgate("baseline", "diff", str(a), str(b), "--exit-code")
+    assert diff.returncode == 1 and "waive" in diff.stdout and "scope" in diff.stdout
+    show = perfgate("baseline", "show", str(b))
+    assert "waive: scope" in show.stdout

@@ -169,6 +169,8 @@ def to_document(baseline: Baseline) -> dict[str, Any]:
         doc["fingerprint"] = fingerprint_document(baseline.fingerprint)
     if baseline.by_nvtx:
         doc["identity"] = {"nvtx": True}
+    if baseline.waive:
+        doc["waive"] = list(baseline.waive)
     overrides = {
         name: _override_document(baseline.thresholds.get(name), baseline.checks.get(name))
         for name in sorted(set(baseline.thresholds) | set(baseline.checks))

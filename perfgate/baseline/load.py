@@ -703,4 +703,5 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
             fingerprint_from_document(data["fingerprint"], {}) if "fingerprint" in data else None
         ),
         program=_program(data),
+        waive=tuple(data.get("waive") or ()),
     )

@@ -192,6 +192,9 @@ class Baseline:
     fingerprint: Fingerprint | None = None
     # None for a baseline recorded before whole-program time (its check says so).
     program: ProgramBaseline | None = None
+    # The file's `waive:` list: reasons a gate may go unjudged without failing a check against
+    # it, by name (perfgate.judge.skips; the schema holds the names).
+    waive: tuple[str, ...] = ()
 
     @property
     def gpu(self) -> Fingerprint:

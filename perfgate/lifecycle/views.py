@@ -158,7 +158,8 @@ def _override_text(threshold: ThresholdOverride | None, check: CategoricalOverri
 
 def file_rules(baseline: Baseline) -> tuple[Rule, ...]:
     """What the check reads of the file as a whole besides the fingerprint: `thresholds:`
-    (numeric and categorical, for every kernel), the `program:` section, `identity:`."""
+    (numeric and categorical, for every kernel), the `program:` section, `identity:`,
+    `waive:`."""
     rules: list[Rule] = [
         (
             f"thresholds.{name}",
@@ -177,6 +178,8 @@ def file_rules(baseline: Baseline) -> tuple[Rule, ...]:
             ("program.gpu_time.calibration", _text(p.calibration)),
         ]
     rules.append(("identity.nvtx", _text(baseline.by_nvtx)))
+    # Gates a check may leave unjudged without failing (docs/check.md "Not judged").
+    rules.append(("waive", ", ".join(baseline.waive) if baseline.waive else "nothing"))
     return tuple(rules)
 
 
