@@ -335,3 +335,22 @@ def test_diff_and_show_name_a_waiver(tmp_path: Path) -> None:
     assert diff.returncode == 1 and "waive" in diff.stdout and "scope" in diff.stdout
     show = perfgate("baseline", "show", str(b))
     assert "waive: scope" in show.stdout
+
+
+def test_a_hand_added_scope_no_longer_switches_off_the_launch_counts(tmp_path: Path) -> None:
+    """One hand-added `scope: --launch-count 1000` line in a fingerprint: launch counts and
+    the program time of every hand capture went ungated and the check passed. Now they are
+    not judged, which fails, naming the scope."""
+    text = (ROOT / "baselines" / "h100" / "zoo.yaml").read_text()
+    edited = tmp_path / "zoo.yaml"
+    edited.write_text(
+        text.replace("fingerprint:\n", "fingerprint:\n  scope: --launch-count 1000\n", 1)
+    )
+    capture = ROOT / "tests" / "data" / "h100" / "zoo-good-short-run2.csv"
+    plain = perfgate("-q", "check", "-b", str(ROOT / "baselines/h100/zoo.yaml"), "-c", str(capture))
+    assert plain.returncode == 0, plain.stdout
+    proc = perfgate("-q", "check", "-b", str(edited), "-c", str(capture))
+    assert proc.returncode == 2, proc.stdout
+    assert (
+        "NOT JUDGED" in proc.stdout and "scope (" in proc.stdout and "program time" in proc.stdout
+    )
