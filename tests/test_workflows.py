@@ -562,17 +562,9 @@ def test_the_hook_check_uses_the_config_docs_ci_md_shows() -> None:
     ]  # fmt: skip
 
 
-@pytest.mark.skipif(
-    not os.environ.get("PERFGATE_TEST_HOOKS"),
-    reason="installs perfgate into pre-commit's environments from PyPI (about a minute); "
-    ".ci/run runs scripts/check_hooks.py instead; PERFGATE_TEST_HOOKS=1 runs it here",
-)
-def test_the_hooks_run_as_docs_ci_md_configures_them() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check_hooks.py")],
-        capture_output=True, text=True, cwd=ROOT, timeout=900,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+# The hooks run as docs/ci.md configures them (pre-commit installing perfgate into its own
+# environments, about a minute) is not a test here: .ci/run runs scripts/check_hooks.py itself,
+# and a test skipped by default would read as green without having run.
 
 
 def test_the_hooks_default_gates_the_repository_layout(tmp_path: Path) -> None:
