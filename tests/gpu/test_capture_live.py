@@ -68,12 +68,16 @@ def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_capture_checks_against_the_baseline(zoo: dict[str, Path], tmp_path: Path) -> None:
+    """The README's path on a real GPU: a baseline recorded from hand captures, then
+    `perfgate capture -b` with its default phases, then `perfgate check`: the capture is a
+    full one (the baseline's time basis), so every duration is judged."""
     good = tmp_path / "good.csv"
-    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(good), "--phases", "full",
-                     "--", str(zoo["good"]))  # fmt: skip
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(good), "--",
+                     str(zoo["good"]))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     meta = json.loads(Path(f"{good}.meta.json").read_text())
     assert meta["program_exit_code"] == 0 and meta["clock_control"] == "none"
+    assert meta["phase"] == "full" and not (tmp_path / "good.diagnosis.csv").exists()
     # Only what the baseline gates: 9 replay passes from the H200 runs' baseline, 10 from the
     # H100 runs' (their capture held a few more metrics); `--set full` takes about 40.
     assert meta["passes"] and max(meta["passes"]) <= 10, meta["passes"]
@@ -81,16 +85,18 @@ def test_capture_checks_against_the_baseline(zoo: dict[str, Path], tmp_path: Pat
     assert "perfgate zoo" not in good.read_text()  # the program's output stays out
     same = _perfgate("check", "-b", str(zoo["baseline"]), "-c", str(good))
     assert same.returncode == 0, same.stdout + same.stderr
+    assert "NOT JUDGED" not in same.stdout
 
     bad = tmp_path / "bad.csv"
-    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(bad), "--phases", "full",
-                     "--", str(zoo["bad"]))  # fmt: skip
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(bad), "--",
+                     str(zoo["bad"]))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = tmp_path / "r.json"
     regressed = _perfgate(
         "check", "-b", str(zoo["baseline"]), "-c", str(bad), "--json", str(report)
     )
     assert regressed.returncode == 1, regressed.stdout + regressed.stderr
+    assert json.loads(report.read_text())["not_judged"] == []
     failed: dict[str, set[str]] = {}
     for kernel in json.loads(report.read_text())["results"][0]["kernels"]:
         for c in kernel["comparisons"]:
@@ -108,12 +114,41 @@ def _regressed(report: Path) -> dict[str, set[str]]:
     return failed
 
 
-def test_two_phases_gate_then_diagnosis(zoo: dict[str, Path], tmp_path: Path) -> None:
-    """Issue 24: the gate capture of the good build passes alone; the regressed build's gate
-    capture fails, the diagnosis capture of the failing kernels follows, and the check of the
-    pair fails on every metric the zoo expects (as a full capture does)."""
+@pytest.fixture(scope="module")
+def gate_baseline(zoo: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two-phase CI's baseline, recorded on this GPU: three gate captures of the good build,
+    its diagnosis side from a full capture of the same build."""
+    out = tmp_path_factory.mktemp("gate")
+    runs = []
+    for i in (1, 2, 3):
+        cap = out / f"good-gate{i}.csv"
+        proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(cap), "--phases",
+                         "gate", "--", str(zoo["good"]))  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        runs += ["-c", str(cap)]
+    full = out / "good-full.csv"
+    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(full), "--phases", "full",
+                     "--", str(zoo["good"]))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    baseline = out / "zoo-gate.yaml"
+    rec = _perfgate("baseline", "record", *runs, "--diagnosis-capture", str(full), "-o",
+                    str(baseline))  # fmt: skip
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    assert "time_basis: gate" in baseline.read_text()
+    return baseline
+
+
+def test_two_phases_gate_then_diagnosis(
+    zoo: dict[str, Path], gate_baseline: Path, tmp_path: Path
+) -> None:
+    """Against a baseline recorded from gate captures, `perfgate capture` (auto) takes a gate
+    capture: the good build's passes alone; the regressed build's fails, the diagnosis capture
+    of the failing kernels follows, and the check of the pair fails every regressed zoo kernel,
+    each led by the mechanism a full capture names."""
+    from tests.zoo.expectations import EXPECTED_MECHANISMS
+
     good = tmp_path / "good.csv"
-    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(good), "--",
+    proc = _perfgate("capture", "-b", str(gate_baseline), "-o", str(good), "--",
                      str(zoo["good"]))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     meta = json.loads(Path(f"{good}.meta.json").read_text())
@@ -125,18 +160,23 @@ def test_two_phases_gate_then_diagnosis(zoo: dict[str, Path], tmp_path: Path) ->
     assert not (tmp_path / "good.diagnosis.csv").exists()
 
     bad = tmp_path / "bad.csv"
-    proc = _perfgate("capture", "-b", str(zoo["baseline"]), "-o", str(bad), "--",
+    proc = _perfgate("capture", "-b", str(gate_baseline), "-o", str(bad), "--",
                      str(zoo["bad"]))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     diag = tmp_path / "bad.diagnosis.csv"
     assert diag.exists() and "; diagnosis: " in proc.stdout
     assert json.loads(Path(f"{diag}.meta.json").read_text())["phase"] == "diagnosis"
     report = tmp_path / "r.json"
-    regressed = _perfgate("check", "-b", str(zoo["baseline"]), "-c", str(bad), "--json",
+    regressed = _perfgate("check", "-b", str(gate_baseline), "-c", str(bad), "--json",
                           str(report))  # fmt: skip
     assert regressed.returncode == 1, regressed.stdout + regressed.stderr
-    failed = _regressed(report)
-    assert unmet(failed) == [], failed
+    result = json.loads(report.read_text())
+    assert result["not_judged"] == []
+    kernels = {k["kernel"]: k for k in result["results"][0]["kernels"]}
+    failing = {k for k, v in kernels.items() if v["state"] == "regressed"}
+    assert failing == set(EXPECTED_MECHANISMS), regressed.stdout
+    led = {k: kernels[k]["causes"][0]["mechanism"] for k in failing if kernels[k]["causes"]}
+    assert led == EXPECTED_MECHANISMS, led
 
 
 def test_no_kernels_is_an_error(zoo: dict[str, Path], tmp_path: Path) -> None:
