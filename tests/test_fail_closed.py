@@ -354,3 +354,18 @@ def test_a_hand_added_scope_no_longer_switches_off_the_launch_counts(tmp_path: P
     assert (
         "NOT JUDGED" in proc.stdout and "scope (" in proc.stdout and "program time" in proc.stdout
     )
+
+
+def test_a_reason_is_worded_once_with_at_most_six_metrics() -> None:
+    from perfgate.judge.skips import describe
+
+    six = [f"m{i}" for i in range(6)]
+    assert "m0, m1, m2, m3, m4, m5 of 2 kernels" in describe(Skip.SCOPE, True, six, 2, False)
+    seven = describe(Skip.SCOPE, True, [*six, "m6"], 1, True)
+    assert "m0, m1, m2, m3, m4, m5 and 1 more of 1 kernel and the program time" in seven
+    assert "m6" not in seven and seven.endswith("(or let them pass unjudged: --waive scope)")
+    waived = describe(Skip.TIME_BASIS, False, ["duration"], 3, False)
+    assert (
+        waived.startswith("time-basis (waived): ") and "not gated: duration of 3 kernels" in waived
+    )
+    assert describe(Skip.SCOPE, True, [], 0, True).count("the program time") == 1
