@@ -803,12 +803,13 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 @click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
 @click.option(
     "--phases", type=click.Choice(("auto", "gate", "full")), default="auto", show_default=True,
-    help="auto: what the baselines need to be judged: for a baseline recorded from full "
-    "captures (or by hand) a full capture, for one recorded from gate captures the gate "
-    "capture and, when it fails, a diagnosis capture of the failing kernels "
-    "(OUTPUT.diagnosis.csv, merged by check); with no launch filter given, the baselines' "
-    "own. gate: only the one-pass gate set of every baselined kernel. full: every gated "
-    "metric at once.",
+    help="auto: the phase the baselines were recorded from (their time basis: durations "
+    "compare only within one phase): for a baseline recorded from full captures (or by hand) "
+    "a full capture, for one recorded from gate captures the gate capture and, when it fails, "
+    "a diagnosis capture of the failing kernels (OUTPUT.diagnosis.csv, merged by check); "
+    "with no launch filter given, the baselines' own launch filters. gate: only the one-pass "
+    "gate set of every baselined kernel (1 replay pass per kernel). full: every gated metric "
+    "at once.",
 )  # fmt: skip
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 @_guard
