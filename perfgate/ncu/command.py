@@ -22,7 +22,7 @@ from perfgate.ingest.launches import cc_version
 from perfgate.ingest.names import function_name
 from perfgate.ingest.scope import ALL, SCOPE_FILTERS, SCOPE_NAMES, capture_scope
 from perfgate.ingest.scope import differ as scope_differs
-from perfgate.metrics.catalog import ncu_metrics
+from perfgate.metrics.catalog import CATALOG_LIST, ncu_metrics
 from perfgate.metrics.passes import DIAGNOSIS, FULL, GATE, gate_part
 from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
 
@@ -260,7 +260,12 @@ def build_plan(
         # The rich set a capture by hand takes (perfgate metrics --ncu): a baseline recorded
         # from gate captures gates the gate set alone, and its diagnosis side (`info`) was
         # measured from full captures, whose metrics the failing kernels are explained by.
-        gated = tuple(dict.fromkeys([*gated, *ncu_metrics(cc)]))
+        # Stall counters once: the baselines' own family where they gate stalls (the
+        # catalog's first family beside it would cost another replay pass), else the catalog's.
+        stalls = any(m.definition.stall is not None for b in chosen for k in b.kernels
+                     for m in k.metrics)  # fmt: skip
+        names = [m.name for m in CATALOG_LIST if not (stalls and m.stall is not None)]
+        gated = tuple(dict.fromkeys([*gated, *ncu_metrics(cc, names)]))
     if options.phase == GATE:
         gated = gate_part(gated)
         if not gated:
