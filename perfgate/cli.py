@@ -182,6 +182,43 @@ def _program_start(group: click.Group, args: list[str]) -> int | None:
     return None
 
 
+def _misplaced(command: click.Command, args: list[str], param: click.Parameter | None) -> str:
+    """The hint for a required option that was given after the program (`perfgate capture
+    -- ./app -b x.yaml`), where it is the program's argument; "" when it was not given."""
+    if param is None:
+        return ""
+    values = _takes_value(command)
+    i = 0
+    while i < len(args) and args[i] != "--" and args[i].startswith("-") and args[i] != "-":
+        name, eq, _ = args[i].partition("=")
+        i += 2 if values.get(name) and not eq else 1
+    program = args[i + 1 :] if i < len(args) and args[i] == "--" else args[i:]
+    names = [n for n in param.opts if n.startswith("-")]
+    for j, arg in enumerate(program):
+        if arg in names or any(arg.startswith(f"{n}=") for n in names if n.startswith("--")):
+            given = " ".join(program[j : j + (1 if "=" in arg else 2)])
+            return (
+                f"{given} comes after the program ({program[0]}), so it is the program's "
+                f"argument: give perfgate's options before the program: perfgate "
+                f"{command.name} {given} ... -- {program[0]} ..."
+            )
+    return ""
+
+
+class _ProgramCommand(click.Command):
+    """A command that runs a program given last (capture, pre-merge): a required option
+    missing because it was typed after the program says so, naming it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, list(args))
+        except click.MissingParameter as exc:
+            hint = _misplaced(self, args, exc.param)
+            if not hint:
+                raise
+            raise click.UsageError(f"{exc.format_message()} {hint}", ctx) from exc
+
+
 class _Main(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, _hoist_global_options(args, _program_start(self, args)))
@@ -344,6 +381,12 @@ def _asked_format(args: list[str]) -> str | None:
     help="Let gates not judged for this reason pass (repeatable; the report still names "
     f"them): {', '.join(WAIVABLE)}. Without it a gate not judged fails (exit 2).",
 )  # fmt: skip
+@click.option(
+    "--threshold", "thresholds", multiple=True, metavar="METRIC=BOUND",
+    help="This run only: bound METRIC for every kernel, over the baseline's own (repeatable): "
+    "duration=5% a relative bound, registers_per_thread=4 an absolute one in the metric's "
+    "unit (perfgate metrics lists them; points for a metric in %).",
+)  # fmt: skip
 @_guard
 def check_command(
     baselines: tuple[str, ...],
@@ -361,9 +404,12 @@ def check_command(
     verbose: bool,
     allow_other_gpu: bool,
     waive: tuple[str, ...],
+    thresholds: tuple[str, ...],
+    compare_with: str | None = None,  # perfgate compare: the baseline is recorded from it
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed, 2 when a gate
     could not be judged (unless waived by name with --waive)."""
+    from perfgate.baseline.overrides import parse_thresholds
     from perfgate.gate import (
         CheckCommand,
         CheckRequest,
@@ -383,6 +429,8 @@ def check_command(
                 report_new_kernels=not no_new_kernels,
                 allow_other_gpu=allow_other_gpu,
                 waived=parse_waivers(waive),
+                thresholds=parse_thresholds(thresholds),
+                recorded_from=(compare_with,) if compare_with else (),
             ),
             policy=parse_fail_on("never" if warn_only else fail_on),
             reports=ReportPaths(junit_path, markdown_path, json_path, pr_comment_path),
@@ -419,6 +467,32 @@ def _to_stderr(text: str) -> None:
     _show(text, err=True)
 
 
+@main.command(
+    "compare",
+    cls=_MachineFormatCommand,
+    short_help="Compare two captures, without a baseline; exit 1 on a regression.",
+)
+@click.argument("before", type=click.Path())
+@click.argument("after", type=click.Path())
+def compare_command(before: str, after: str, **options: Any) -> None:
+    """Compare capture AFTER with capture BEFORE, without a baseline file: the baseline
+    `perfgate baseline record -c BEFORE` would write is recorded in memory (the catalog's
+    default metrics and bounds; one run calibrates nothing), and AFTER is checked against it
+    as `perfgate check` checks, with the same reports and exit codes (docs/compare.md).
+
+    \b
+      perfgate compare main.csv branch.csv
+      perfgate compare main.csv branch.csv --format delta --threshold duration=5%
+    """
+    check_command.callback(baselines=(), captures=(after,), compare_with=before, **options)  # type: ignore[misc]
+
+
+# Every option of check but what names the inputs: compare reports and fails as check does.
+compare_command.params.extend(
+    p for p in check_command.params if p.name not in ("baselines", "captures")
+)
+
+
 @main.command("explain", short_help="Diagnose the kernels of a capture, without a baseline.")
 @_capture_files_option(
     "ncu raw CSV page (plain or .gz) or .ncu-rep report; repeat for several runs."
@@ -446,7 +520,7 @@ def baseline_group() -> None:
     """Record, validate, review and change baseline files."""
 
 
-@baseline_group.command("record")
+@baseline_group.command("record", short_help="Record a baseline from captures of a good build.")
 @_capture_files_option(
     "Capture of the known-good build; repeat for several ncu runs (recommended: 3)."
 )
@@ -558,7 +632,9 @@ _output_option = click.option(
 )  # fmt: skip
 
 
-@baseline_group.command("accept")
+@baseline_group.command(
+    "accept", short_help="Take the new values of an intended change, with a reason."
+)
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
 @_capture_files_option(
     "Capture of the build whose values are accepted; repeat for several ncu runs."
@@ -607,7 +683,9 @@ def accept_command(
     _edit_summary(run_accept(request), "accept")
 
 
-@baseline_group.command("update")
+@baseline_group.command(
+    "update", short_help="Re-record a baseline from new captures, keeping hand edits."
+)
 @click.option("--baseline", "-b", required=True, type=click.Path(), help="Baseline YAML to edit.")
 @_capture_files_option("Capture of the build to re-record from; repeat (3 runs calibrate bounds).")
 @click.option(
@@ -641,7 +719,7 @@ def update_command(
     _edit_summary(run_update(request), "ratchet" if ratchet else "update")
 
 
-@baseline_group.command("show")
+@baseline_group.command("show", short_help="A baseline condensed for review.")
 @click.argument("path", type=click.Path())
 @_kernels_option
 @click.option("--format", "fmt", type=click.Choice(("text", "markdown")), default="text")
@@ -655,7 +733,7 @@ def show_command(path: str, kernels: tuple[str, ...], fmt: str) -> None:
     _show(SHOW[fmt](run_show(path, kernels)))
 
 
-@baseline_group.command("diff")
+@baseline_group.command("diff", short_help="What changed between two baselines.")
 @click.argument("before", type=click.Path())
 @click.argument("after", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(("text", "markdown")), default="text")
@@ -677,24 +755,46 @@ def diff_command(before: str, after: str, fmt: str, exit_code: bool, all_values:
         sys.exit(int(ExitCode.GATE_FAILED))
 
 
-@baseline_group.command("validate")
+@baseline_group.command(
+    "validate", short_help="Check baseline files against the schema and the metric catalog."
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+    help="json: one document on stdout, each problem's file, line, column, JSON path and "
+    "message as fields, and a status (docs/baselines.md).",
+)  # fmt: skip
 @_guard
-def validate_command(paths: tuple[str, ...]) -> None:
+def validate_command(paths: tuple[str, ...], fmt: str) -> None:
     """Check baseline files (or the baselines in a directory) against the schema and the
     metric catalog."""
     from perfgate.baseline.load import load_baseline
     from perfgate.baseline.selection import expand
     from perfgate.reports.format import counted
+    from perfgate.reports.validation import Validated, render_json
 
-    problems: list[str] = []
-    for path in (p.path for p in expand(paths)):
+    results: list[Validated] = []
+    for given in paths:
         try:
-            baseline = load_baseline(path)
-            if not _settings().quiet:
+            files = [p.path for p in expand((given,))]
+        except PerfgateError as exc:  # a folder with no baseline in it
+            results.append(Validated(given, problems=tuple(exc.lines())))
+            continue
+        for path in files:
+            try:
+                baseline = load_baseline(path)
+            except PerfgateError as exc:
+                results.append(Validated(path, problems=tuple(exc.lines())))
+                continue
+            results.append(Validated(path, len(baseline.kernels)))
+            if fmt == "text" and not _settings().quiet:
                 _say(f"ok {path}: {counted(len(baseline.kernels), 'kernel')}")
-        except PerfgateError as exc:
-            problems.extend(exc.lines())
+    problems = [line for r in results for line in r.problems]
+    if fmt == "json":
+        _show(render_json(results))
+        if problems:
+            sys.exit(int(ExitCode.INPUT_ERROR))
+        return
     if problems:
         _fail(problems, ExitCode.INPUT_ERROR)
 
@@ -766,6 +866,7 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 
 @main.command(
     "capture",
+    cls=_ProgramCommand,
     short_help="Run a program under ncu, collecting only what the baselines gate.",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
@@ -866,27 +967,110 @@ def capture_command(
 
     phased = run_capture_phases(options, phases)
     result = phased.first
-    passes = sorted(set(result.passes))
-    shown = "/".join(map(str, passes)) if passes else "?"
-    _say(
-        f"wrote {result.output}: {result.launches} launch(es), {shown} replay passes per "
-        f"kernel, {result.wall_s:.1f} s (log {result.log}, metadata {result.meta})"
-    )
-    if phased.diagnosis is not None:
-        d = phased.diagnosis
-        _say(
-            f"wrote {d.output}: diagnosis of {len(phased.failing)} kernel(s) that failed the "
-            f"gate; check merges it (perfgate check -b ... -c {result.output})"
-        )
-    _say(phased.summary())
-    for line in [*result.warnings, *(phased.diagnosis.warnings if phased.diagnosis else ())]:
-        _say(f"perfgate: warning: {line}", err=True)
+    _say_capture(phased)
     if result.absent:
         _fail(
             [f"{result.output}: {len(result.absent)} gated metric(s) came back absent; see the "
              "warnings above"],
             ExitCode.INPUT_ERROR,
         )  # fmt: skip
+
+
+def _say_capture(phased: Any, err: bool = False) -> None:
+    """What a capture wrote and how long it took (`err`: on stderr, as pre-merge says it,
+    whose stdout is the check's report); its warnings on stderr."""
+    result = phased.first
+    passes = sorted(set(result.passes))
+    shown = "/".join(map(str, passes)) if passes else "?"
+    _say(
+        f"wrote {result.output}: {result.launches} launch(es), {shown} replay passes per "
+        f"kernel, {result.wall_s:.1f} s (log {result.log}, metadata {result.meta})",
+        err=err,
+    )
+    if phased.diagnosis is not None:
+        d = phased.diagnosis
+        _say(
+            f"wrote {d.output}: diagnosis of {len(phased.failing)} kernel(s) that failed the "
+            f"gate; check merges it (perfgate check -b ... -c {result.output})",
+            err=err,
+        )
+    _say(phased.summary(), err=err)
+    for line in [*result.warnings, *(phased.diagnosis.warnings if phased.diagnosis else ())]:
+        _say(f"perfgate: warning: {line}", err=True)
+
+
+@main.command(
+    "pre-merge",
+    cls=_ProgramCommand,
+    short_help="Capture a program and gate it, leaving CI's reports (before you merge).",
+    context_settings={"allow_interspersed_args": False},
+)
+@click.option(
+    "--baseline", "-b", "baselines", required=True, multiple=True, type=click.Path(),
+    help="Baseline file or directory of them (one per GPU); repeatable.",
+)  # fmt: skip
+@click.option(
+    "--capture", "-c", "captures", multiple=True, type=click.Path(),
+    help="Gate this capture instead of making one (repeatable); then give no program.",
+)  # fmt: skip
+@click.option(
+    "--out", "out", default="perfgate-report", show_default=True, type=click.Path(),
+    help="Folder of the capture (capture.csv) and the reports (summary.md, junit.xml, "
+    "result.json).",
+)  # fmt: skip
+@click.option(
+    "--warn-only", is_flag=True,
+    help="Report everything, exit 0 even when the gate fails; unusable input still exits 2.",
+)  # fmt: skip
+@click.option(
+    "--waive", "waive", multiple=True, type=click.Choice(WAIVABLE), metavar="REASON",
+    help=f"As check --waive (repeatable): {', '.join(WAIVABLE)}.",
+)  # fmt: skip
+@click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
+@click.option(
+    "--phases", type=click.Choice(("auto", "gate", "full")), default="auto", show_default=True,
+    help="As capture --phases.",
+)  # fmt: skip
+@click.argument("program", nargs=-1, type=click.UNPROCESSED)
+@_guard
+def pre_merge_command(
+    baselines: tuple[str, ...],
+    captures: tuple[str, ...],
+    out: str,
+    warn_only: bool,
+    waive: tuple[str, ...],
+    ncu: str,
+    phases: str,
+    program: tuple[str, ...],
+) -> None:
+    """Before you merge, on a machine with the baselines' GPU: capture PROGRAM with perfgate
+    capture and gate it with perfgate check, leaving the reports CI would write in OUT:
+
+    \b
+      perfgate pre-merge -b baselines/ -- python3 bench.py --steps 3
+      perfgate pre-merge -b baselines/h100/zoo.yaml --capture existing.csv
+
+    The check's report is the stdout, the capture's lines go to stderr. Exits as perfgate
+    check does: 0 pass, 1 the gate failed, 2 unusable input or a failed capture."""
+    from perfgate.gate import github_environment
+    from perfgate.judge.skips import parse_waivers
+    from perfgate.premerge import PreMergeRequest, run_pre_merge
+
+    settings = _settings()
+    request = PreMergeRequest(
+        baselines, tuple(program), captures, out, warn_only=warn_only, ncu=ncu, phases=phases,
+        waived=parse_waivers(waive),
+    )  # fmt: skip
+    result = run_pre_merge(
+        request, github_environment(), _to_stderr, quiet=settings.quiet, colour=settings.colour,
+        captured=lambda phased: _say_capture(phased, err=True),
+    )  # fmt: skip
+    _show(result.check.stdout, colour=settings.colour)
+    if result.check.policy_note:
+        _say(result.check.policy_note, err=True)
+    r = result.reports
+    _say(f"pre-merge: reports in {out} ({r.markdown}, {r.junit}, {r.json})", err=True)
+    sys.exit(int(result.check.exit_code))
 
 
 @main.command(

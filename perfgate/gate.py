@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,14 @@ from perfgate.baseline.load import load_baseline, parse_baseline, read_baseline_
 from perfgate.baseline.model import Baseline
 from perfgate.baseline.selection import assign, expand
 from perfgate.causes.without_baseline import ExplainResult, diagnose, raw_inputs
-from perfgate.common.errors import BaselineError, EditError, ExitCode, PerfgateError, UsageError
+from perfgate.common.errors import (
+    BaselineError,
+    CaptureError,
+    EditError,
+    ExitCode,
+    PerfgateError,
+    UsageError,
+)
 from perfgate.common.escape import log_line
 from perfgate.common.fileio import (
     append_regular,
@@ -30,6 +37,7 @@ from perfgate.ingest import MetricSelection, read_captures
 from perfgate.judge.policy import EXIT_WORDS, FailOn
 from perfgate.judge.skips import Skip, parse_waivers
 from perfgate.judge.states import KernelState
+from perfgate.metrics.thresholds import ThresholdOverride
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
 from perfgate.verdicts.model import Report
@@ -51,6 +59,10 @@ class CheckRequest:
     allow_other_gpu: bool = False  # one baseline may judge captures from another GPU
     # Reasons a gate may go unjudged without failing, by name (check --waive; docs/check.md).
     waived: frozenset[Skip] = frozenset()
+    # check --threshold METRIC=BOUND: a metric's bound for every kernel, this run only.
+    thresholds: Mapping[str, ThresholdOverride] = field(default_factory=dict)
+    # perfgate compare: the baseline is recorded from these captures, in memory.
+    recorded_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,8 +100,37 @@ class ReportOutputs:
 
 
 def run_check(request: CheckRequest) -> Report:
+    try:
+        return _run_check(request)
+    except (BaselineError, CaptureError) as exc:
+        from perfgate.baseline.swapped import hinted
+
+        # A capture given as the baseline (or the other way round): said as that.
+        better = hinted(exc, compare=bool(request.recorded_from))
+        if better is None:
+            raise
+        raise better from exc
+
+
+def _run_check(request: CheckRequest) -> Report:
     paths = expand(request.baselines)
     baselines = [load_baseline(p.path) for p in paths]
+    named = [not p.from_directory for p in paths]
+    if request.recorded_from:  # perfgate compare: BEFORE is the baseline, named as a file
+        from perfgate.lifecycle.compare import recorded
+
+        baselines.append(recorded(request.recorded_from))
+        named.append(True)
+    notes: list[str] = []
+    if request.thresholds:
+        from perfgate.baseline.overrides import unused, with_thresholds
+
+        for b in baselines:
+            notes.extend(
+                f"--threshold {name}: {b.path} gates no {name}; it changes nothing there"
+                for name in unused(b, request.thresholds)
+            )
+        baselines = [with_thresholds(b, request.thresholds) for b in baselines]
     if request.allow_other_gpu and len(baselines) > 1:
         raise UsageError(
             "--allow-other-gpu lets one baseline judge another GPU's captures; "
@@ -101,9 +142,7 @@ def run_check(request: CheckRequest) -> Report:
         wanted |= baseline.raw_metrics()
     capture = read_captures(request.capture_files, MetricSelection(wanted))
     check_values(capture)
-    plan = assign(
-        baselines, [not p.from_directory for p in paths], capture, request.allow_other_gpu
-    )
+    plan = assign(baselines, named, capture, request.allow_other_gpu)
     results = tuple(
         check(
             a.baseline,
@@ -118,7 +157,7 @@ def run_check(request: CheckRequest) -> Report:
         )
         for a in plan.assignments
     )
-    return Report(results, notes=plan.notes)
+    return Report(results, notes=(*plan.notes, *notes))
 
 
 def _allowed_by(request: CheckRequest) -> frozenset[Skip]:
@@ -586,7 +625,11 @@ def _github_commands(report: Report, policy: frozenset[FailOn], workspace: str) 
     from perfgate.reports import github as github_report
 
     level: github_report.Level = "error" if policy else "warning"
-    return github_report.render(report, report_files(report, workspace), level)
+    files = {
+        **report_files(report, workspace),
+        **repository_paths(github_report.problem_files(report), workspace),
+    }
+    return github_report.render(report, files, level)
 
 
 class _ProblemUnreported(PerfgateError):
@@ -692,7 +735,7 @@ def check_inputs(request: CheckRequest) -> list[str]:
         baselines = []
     from perfgate.ingest.phases import linked
 
-    files = linked(request.capture_files)
+    files = linked((*request.capture_files, *request.recorded_from))
     sidecars = [str(sidecar_path(c)) for c in files]
     return [*request.baselines, *baselines, *files, *sidecars]
 
@@ -764,7 +807,8 @@ def run_check_command(
         report = run_check(command.request)
     except PerfgateError as exc:
         # An output that is an input, or not a regular file, is never written to.
-        inputs = command.request.baselines + command.request.capture_files
+        request = command.request
+        inputs = request.baselines + request.capture_files + request.recorded_from
         outputs = _safe_outputs(without_output(outputs, exc.path), inputs)
         # CI reads the reports, not stderr: say what went wrong there too, then fail.
         problem = Report(problems=tuple(exc.lines()))

@@ -16,8 +16,10 @@ always checked, so the other GPUs' files would fail as all missing), folders as 
 When something fails before `perfgate check` has said so (inputs that cannot be planned, a
 capture that fails, a check that stops without writing its outputs), this script does what the
 check would have: an `::error` annotation carrying the cause (the failing command's own error
-lines), `verdict=error` and the exit code as outputs, and the reports asked for (JUnit,
-markdown, JSON, pull-request comment, step summary) saying what went wrong.
+lines; one on its file, line and column for each problem at a place in a baseline, as
+`perfgate check --github` annotates them), `verdict=error` and the exit code as outputs, and the
+reports asked for (JUnit, markdown, JSON, pull-request comment, step summary) saying what went
+wrong. Each problem is annotated once: the action registers no problem matcher.
 
 Inputs (environment): PERFGATE (the perfgate executable), PERFGATE_BASELINE, PERFGATE_CAPTURES,
 PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_CAPTURE_ARGS, PERFGATE_JUNIT,
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -69,10 +72,44 @@ INTERNAL_ERROR = 3
 _CAUSE_LINES = 5  # of a failing command's stderr, into its annotation
 
 
-def _error(message: str, title: str = "perfgate action") -> int:
-    # A workflow command and a plain line: the first is the annotation, the second the log.
-    escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    print(f"::error title={title}::{escaped}", flush=True)
+# A problem at a place in a file, `FILE:LINE:COL: message` (perfgate's error lines), after the
+# "perfgate capture exited 2: " that fail() puts in front of the first.
+_LOCATED = re.compile(
+    r"^(?:perfgate \w+ exited -?\d+: )?(?P<file>[^:]+?):(?P<line>[1-9]\d*):(?P<col>[1-9]\d*): "
+    r"(?P<message>.+)$"
+)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _in_repository(path: str, env: Mapping[str, str]) -> str:
+    """`path` relative to the repository root, as GitHub places an annotation; as given when
+    it lies outside it."""
+    root = os.path.realpath(env.get("GITHUB_WORKSPACE") or os.getcwd())  # noqa: PTH109
+    full = os.path.realpath(path)
+    if os.path.commonpath([root, full]) != root:
+        return path
+    return os.path.relpath(full, root).replace(os.sep, "/")
+
+
+def _error(
+    message: str, title: str = "perfgate action", env: Mapping[str, str] = os.environ
+) -> int:
+    # Workflow commands and a plain line: the first are the annotations, the second the log.
+    # A problem at a place in a file is annotated there, once; the rest in one annotation.
+    rest: list[str] = []
+    for line in message.splitlines():
+        m = _LOCATED.match(line)
+        if m is None:
+            rest.append(line)
+            continue
+        file = _escaped(_in_repository(m.group("file"), env)).replace(":", "%3A")
+        where = f"file={file.replace(',', '%2C')},line={m.group('line')},col={m.group('col')}"
+        print(f"::error {where},title={title}::{_escaped(m.group('message'))}", flush=True)
+    if any(line.strip() for line in rest) or not message.strip():
+        print(f"::error title={title}::{_escaped(chr(10).join(rest))}", flush=True)
     # One line: a line of a command's output quoted in `message` never starts a line here,
     # and a control, bidi or zero-width character in it is shown escaped.
     plain = " | ".join(message.splitlines())
@@ -100,7 +137,7 @@ def fail(env: Mapping[str, str], message: str, code: int, title: str = "perfgate
     asked for, and the step outputs with verdict=error. Returns the exit code (2, or 3 for a
     bug in perfgate)."""
     code = INTERNAL_ERROR if code == INTERNAL_ERROR else USAGE_ERROR
-    _error(message, title)
+    _error(message, title, env)
     try:
         _write_problem(env, message, code)
     except Exception as exc:  # perfgate missing or broken: the outputs at least

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lifecycle",),
     ("reports", "ncu"),
     ("gate",),
+    ("premerge",),  # a use case over gate's capture and check (perfgate pre-merge)
     ("cli",),
     ("__main__",),
 )

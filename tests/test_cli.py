@@ -182,9 +182,12 @@ def test_record_refuses_a_metric_the_capture_cannot_give(tmp_path: Path) -> None
 
 
 def test_formats_on_stdout_come_from_the_reporter_registry() -> None:
-    assert cli.FORMATS == ("text", "markdown", "junit", "json", "github")
-    for reporter in REPORTERS.values():  # each entry names a module with a render(report)
-        assert callable(importlib.import_module(f"perfgate.reports.{reporter.module}").render)
+    assert cli.FORMATS == (
+        "text", "markdown", "junit", "json", "github", "delta", "delta-markdown",
+    )  # fmt: skip
+    for reporter in REPORTERS.values():  # each entry names a module's function(report)
+        module = importlib.import_module(f"perfgate.reports.{reporter.module}")
+        assert callable(getattr(module, reporter.function))
     # The CLI reads the names without importing the formatters: they load when one renders.
     proc = subprocess.run(
         [sys.executable, "-c", "import json, sys, perfgate.cli; "
@@ -192,7 +195,7 @@ def test_formats_on_stdout_come_from_the_reporter_registry() -> None:
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert not {"text", "markdown", "junit", "json_report", "github"} & {
+    assert not {"text", "markdown", "junit", "json_report", "github", "delta"} & {
         m.rsplit(".", 1)[1] for m in json.loads(proc.stdout)
     }, proc.stdout
     proc = perfgate(

@@ -1,7 +1,8 @@
 """Every baseline problem is one `FILE:LINE:COL: message` line (the json path kept first in
 the message, `FILE:LINE:COL: $.kernels[0].match: ...`), the form editors and GitHub problem
-matchers parse; .github/perfgate-matcher.json, which action.yml registers, turns perfgate's
-error lines into annotations on the baseline's line and column."""
+matchers parse; .github/perfgate-matcher.json turns perfgate's error lines into annotations on
+the baseline's line and column, for a workflow's own perfgate steps. Under the action, perfgate
+annotates each problem itself, once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -123,6 +125,87 @@ def test_the_problem_matcher_reads_perfgates_real_error_output(tmp_path: Path) -
     assert _match("perfgate check FAILED: 8 regressed with 10 root causes") is None
 
 
-def test_the_action_registers_the_matcher() -> None:
+def _registered() -> list[dict[str, Any]]:
+    """The problem matchers action.yml registers for its steps (`::add-matcher::` lines)."""
     action = (ROOT / "action.yml").read_text()
-    assert 'echo "::add-matcher::$GITHUB_ACTION_PATH/.github/perfgate-matcher.json"' in action
+    paths = re.findall(r"::add-matcher::\$GITHUB_ACTION_PATH/([^\s\"']+)", action)
+    return [m for path in paths for m in json.loads((ROOT / path).read_text())["problemMatcher"]]
+
+
+def _unescaped(text: str) -> str:
+    for code, ch in (("%3A", ":"), ("%2C", ","), ("%0A", "\n"), ("%0D", "\r"), ("%25", "%")):
+        text = text.replace(code, ch)
+    return text
+
+
+_COMMAND = re.compile(r"^::(?P<kind>error|warning|notice)(?: (?P<props>[^:]*))?::(?P<message>.*)$")
+
+
+def annotations(log: str, matchers: list[dict[str, Any]]) -> list[dict[str, str | None]]:
+    """What GitHub makes of a step's log: an annotation for each `::error`/`::warning`
+    workflow command, and one for each line a registered problem matcher matches."""
+    found: list[dict[str, str | None]] = []
+    for line in log.splitlines():
+        m = _COMMAND.match(line)
+        if m is not None:
+            props = dict(p.split("=", 1) for p in (m.group("props") or "").split(",") if "=" in p)
+            found.append(
+                {
+                    "file": _unescaped(props["file"]) if "file" in props else None,
+                    "line": props.get("line"),
+                    "col": props.get("col"),
+                    "message": _unescaped(m.group("message")),
+                }
+            )
+            continue
+        for matcher in matchers:
+            (pattern,) = matcher["pattern"]
+            hit = re.search(pattern["regexp"], line)
+            if hit:
+                found.append(
+                    {key: hit.group(pattern[name]) for key, name in
+                     (("file", "file"), ("line", "line"), ("col", "column"),
+                      ("message", "message"))}
+                )  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize("phase", ["check", "capture"])
+def test_under_the_action_each_baseline_problem_is_annotated_once(
+    tmp_path: Path, phase: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The action's gate step with a baseline holding two schema errors, found by `perfgate
+    check` or, with a program to capture, by `perfgate capture`: each is one annotation, on
+    its file, line and column (the action used to annotate each twice: once without a file,
+    once through this matcher)."""
+    from tests.test_workflows import _run_action
+
+    bad = tmp_path / "h100.yaml"
+    bad.write_text((CORPUS / "wrong-types.yaml").read_text())
+    inputs = (
+        {"captures": str(ROOT / "tests" / "data" / "h100" / "zoo-bad-short-run1.csv")}
+        if phase == "check"
+        else {
+            "program": "true",
+            "capture_output": str(tmp_path / "c.csv"),
+            # The stand-in ncu (tests/fake_ncu.py): the baseline stops the capture first.
+            "capture_args": f"--ncu {ROOT / 'tests' / 'fake_ncu.py'}",
+        }
+    )
+    texts = ROOT / "tests" / "data" / "h200" / "capture"
+    monkeypatch.setenv("FAKE_NCU_VERSION", str(texts / "ncu-version.txt"))
+    proc, outputs = _run_action(tmp_path, baseline=str(bad), **inputs)
+    assert proc.returncode == 2 and outputs["verdict"] == "error"
+    found = annotations(proc.stdout + proc.stderr, _registered())
+    about = [a for a in found if "registers_per_thread" in str(a["message"])]
+    assert sorted((a["line"], a["col"]) for a in about) == [("6", "35"), ("6", "46")], found
+    assert all(a["file"] == str(bad) for a in about), about
+    # Nothing else was annotated: every annotation is one of the two problems.
+    assert len(found) == 2, found
+
+
+def test_the_matcher_still_reads_perfgates_error_lines_for_your_own_steps() -> None:
+    # The action registers none (perfgate annotates its own problems); the file is for a
+    # workflow that runs `perfgate baseline validate` itself (docs/action.md).
+    assert _registered() == []
+    assert _match("perfgate: error: b.yaml:3:3: not valid YAML") is not None

@@ -234,7 +234,7 @@ def test_markdown_explains_each_regressed_kernel(zoo_report: Report) -> None:
     assert "```mermaid\n%%{init: " in block and "\nxychart-beta horizontal\n" in block
     # The metric table: the regressed counter with both values, change and bound.
     assert re.search(
-        r"\| <code>l2&#95;atomic&#95;requests</code> \| 131,072 → 4,194,304 \| x32\.0 \| "
+        r"\| <code>l2&#95;atomic&#95;requests</code> \| 131,072\xa0→\xa04,194,304 \| x32\.0 \| "
         r"\+0 \(exact\) \| regressed \|",
         block,
     )
@@ -255,13 +255,15 @@ def test_markdown_renders_a_cause_with_its_lever_evidence_and_consequences() -> 
     out = markdown.render(_report([v]))
     block = _details(out, "k")
     assert (
-        "- **Root cause: Register pressure &#124; cut occupancy**: registers per thread 32 -&#62; "
-        "40; theoretical occupancy 100% -&#62; 75%. *Try*: fewer live values per thread, or "
-        "&#95;&#95;launch&#95;bounds&#95;&#95;.<br><sub>registers&#95;per&#95;thread 32 -&#62; 40"
+        "- **Root cause: Register pressure &#124; cut occupancy**: registers per thread 32\xa0→\xa0"
+        "40; theoretical occupancy 100%\xa0→\xa075%. *Try*: fewer live values per thread, or "
+        "&#95;&#95;launch&#95;bounds&#95;&#95;.<br><sub>registers&#95;per&#95;thread 32\xa0→\xa040"
         "</sub>\n  - follows from it: <code>registers&#95;per&#95;thread</code>\n"
     ) in block
     # The metric table shows what did not pass, not the passing duration.
-    assert "<code>registers&#95;per&#95;thread</code> | 32 → 40 | +25.0% | +0 (exact)" in block
+    assert (
+        "<code>registers&#95;per&#95;thread</code> | 32\xa0→\xa040 | +25.0% | +0 (exact)" in block
+    )
     assert "<code>duration</code>" not in block
 
 

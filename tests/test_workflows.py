@@ -499,7 +499,7 @@ def test_pre_merge_script_gates_an_existing_capture(tmp_path: Path) -> None:
     usage = subprocess.run(
         ["bash", "scripts/pre-merge.sh"], cwd=ROOT, capture_output=True, text=True, env=env
     )
-    assert usage.returncode == 2 and "--baseline is required" in usage.stderr
+    assert usage.returncode == 2 and "Missing option '--baseline'" in usage.stderr
 
 
 def test_pre_commit_hooks() -> None:

@@ -19,9 +19,14 @@ from perfgate.baseline.model import (
     MetricBaseline,
     ProgramBaseline,
 )
+from perfgate.common.schemas import SCHEMA_COMMENT
 from perfgate.metrics.thresholds import CategoricalOverride, ThresholdOverride
 
-HEADER = """\
+# The first line associates the file with perfgate's schema in editors (docs/baselines.md,
+# "Editors"); a comment to YAML, kept by every edit perfgate makes.
+HEADER = (
+    SCHEMA_COMMENT
+    + """
 # perfgate baseline (format 2): per-kernel counter values recorded from Nsight Compute captures.
 # A kernel is matched by its exact name and launch shape (docs/identity.md). Each metric holds
 # the median of the per-run medians (value), the range of the launches (min, max), and, when
@@ -32,6 +37,7 @@ HEADER = """\
 #   threshold: {expect: [long_scoreboard]}       # categorical: stable, expect, forbid, margin
 # on a metric, or under `thresholds:` for every kernel of this file. See docs/baselines.md.
 """
+)
 
 
 def tidy(value: float | str) -> int | float | str:

@@ -33,9 +33,11 @@ def substitution_cause(missing: Side, new: Sequence[Side], family: str | None) -
         detail = "no new kernel took its place: the work moved elsewhere or is skipped"
     elif family is not None and kinds == {family}:
         before, after = _tile(missing.name), sorted({t for s in new if (t := _tile(s.name))})
-        what = {"cuBLAS": "GEMM", "cuDNN": "engine", "CUTLASS": "kernel"}.get(family, "kernel")
+        # "cuBLAS picked a different GEMM kernel"; "ATen picked a different kernel", never
+        # "a different kernel kernel".
+        what = {"cuBLAS": "GEMM kernel", "cuDNN": "engine kernel"}.get(family, "kernel")
         tiles = f" (tile {before} -> {', '.join(after)})" if before and after else ""
-        title = f"{family} picked a different {what} kernel{tiles}"
+        title = f"{family} picked a different {what}{tiles}"
         detail = f"{_short(missing.name)} was replaced by " + ", ".join(_short(s.name) for s in new)
     else:
         others = sorted({k or "user code" for k in kinds})

@@ -14,6 +14,14 @@ from perfgate.common.errors import located
 
 JsonPath = Sequence[str | int]
 
+# The baseline schema's `$id`: the file's raw address in the repository (pyproject.toml's
+# Repository), so that an editor resolves it. Every baseline perfgate writes names it on its
+# first line for the YAML language server (VS Code's YAML extension, Neovim, Helix, JetBrains).
+BASELINE_SCHEMA_URL = (
+    "https://raw.githubusercontent.com/perfgate/perfgate/main/schemas/baseline.schema.json"
+)
+SCHEMA_COMMENT = f"# yaml-language-server: $schema={BASELINE_SCHEMA_URL}"
+
 
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:

@@ -16,10 +16,12 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Reporter:
     name: str
-    module: str  # perfgate.reports.<module>, whose render(report) writes this format
+    module: str  # perfgate.reports.<module>, whose `function`(report) writes this format
+    function: str = "render"
 
     def render(self, report: Report) -> str:
-        text: str = importlib.import_module(f"perfgate.reports.{self.module}").render(report)
+        module = importlib.import_module(f"perfgate.reports.{self.module}")
+        text: str = getattr(module, self.function)(report)
         return text
 
 
@@ -31,5 +33,8 @@ REPORTERS: dict[str, Reporter] = {
         Reporter("junit", "junit"),
         Reporter("json", "json_report"),
         Reporter("github", "github"),
+        # The compact table: a row per kernel and metric that moved (reports/delta.py).
+        Reporter("delta", "delta"),
+        Reporter("delta-markdown", "delta", "render_markdown"),
     )
 }

@@ -9,7 +9,7 @@ from typing import Any
 from perfgate import __version__
 from perfgate.causes.without_baseline import CaptureDiagnosis, ExplainResult
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import finite, value
+from perfgate.reports.format import counted, finite, value
 from perfgate.reports.markup import cell, code
 
 
@@ -43,12 +43,13 @@ def diagnosis_dict(d: CaptureDiagnosis) -> dict[str, Any]:
 
 def render_text(result: ExplainResult) -> str:
     lines = [
-        f"perfgate explain: {len(result.diagnoses)} kernels in {', '.join(result.capture_paths)}"
+        f"perfgate explain: {counted(len(result.diagnoses), 'kernel')} in "
+        + ", ".join(result.capture_paths)
     ]
     lines += [f"warning: {w}" for w in result.warnings]
     for d in result.diagnoses:
         quadrant = f" [{d.quadrant}]" if d.quadrant else ""
-        lines += ["", f"{d.kernel} ({d.launches} launches){quadrant}"]
+        lines += ["", f"{d.kernel} ({counted(d.launches, 'launch', 'launches')}){quadrant}"]
         if d.name != d.kernel:
             lines.append(f"  {d.name}")
         for f in d.findings:
@@ -65,7 +66,7 @@ def render_text(result: ExplainResult) -> str:
 
 
 def render_markdown(result: ExplainResult) -> str:
-    out = [f"### perfgate explain: {len(result.diagnoses)} kernels\n\n"]
+    out = [f"### perfgate explain: {counted(len(result.diagnoses), 'kernel')}\n\n"]
     out.append("| Kernel | Speed of light | Top finding | Lever |\n|---|---|---|---|\n")
     for d in result.diagnoses:
         top = d.findings[0] if d.findings else None

@@ -12,11 +12,14 @@ maps a baseline path as given on the command line to that repository-relative pa
 resolves it against GITHUB_WORKSPACE); without it the path is used as given.
 
 In warn-only mode (`level="warning"`) the gate's findings are `::warning`s: reported, not
-read as a failure. Unusable input stays an `::error` (it still exits 2).
+read as a failure. Unusable input stays an `::error` (it still exits 2). A problem at a place
+in a file (`FILE:LINE:COL: message`, a baseline's YAML or schema error) is annotated on that
+line and column: one annotation per problem, so no problem matcher is needed for them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -31,6 +34,8 @@ from perfgate.verdicts.model import KernelVerdict, ProgramVerdict, Report
 Level = Literal["error", "warning"]
 
 MAX_ERRORS = 10
+# A problem at a place in its file (common.errors.located), as perfgate-matcher.json reads it.
+LOCATED = re.compile(r"^(?P<file>.+?):(?P<line>[1-9]\d*):(?P<col>[1-9]\d*): (?P<message>.+)$")
 
 
 def escape_data(text: str) -> str:
@@ -53,16 +58,28 @@ def _properties(file: str, line: int | None, title: str) -> str:
     return f"{where}title={escape_property(title)}"
 
 
+def problem_files(report: Report) -> tuple[str, ...]:
+    """The files the report's located problems are in, as the problems name them."""
+    return tuple(m.group("file") for p in report.problems if (m := LOCATED.match(p)))
+
+
+def _problem(problem: str, files: Mapping[str, str]) -> str:
+    title = f"title={escape_property('perfgate: input')}"
+    m = LOCATED.match(problem)
+    if m is None:
+        return f"::error {title}::{escape_data(problem)}"
+    file = files.get(m.group("file"), m.group("file")).replace("\\", "/")
+    where = f"file={escape_property(file)},line={m.group('line')},col={m.group('col')}"
+    return f"::error {where},{title}::{escape_data(m.group('message'))}"
+
+
 def _program_title(program: ProgramVerdict | None) -> str:
     return f"perfgate: program GPU time {program.state.value if program else ''}"
 
 
 def render(report: Report, files: Mapping[str, str] | None = None, level: Level = "error") -> str:
     # Unusable input is an error whatever the level: warn-only never relaxes it.
-    lines = [
-        f"::error title={escape_property('perfgate: input')}::{escape_data(p)}"
-        for p in report.problems
-    ]
+    lines = [_problem(p, files or {}) for p in report.problems]
     # The whole program slower beyond its bound: one annotation per baseline, before kernels.
     lines.extend(
         f"::{level} title={escape_property(_program_title(r.program))}::"

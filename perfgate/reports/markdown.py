@@ -67,7 +67,7 @@ HEADER = "| Kernel | Verdict | What changed, and what to try |\n|---|---|---|\n"
 CHANGE_HEADER = "| Change | Replaced → by | What to try |\n|---|---|---|\n"
 CHANGE_ROWS = 10  # a summary table a reviewer reads at a glance
 SUMMARY_ROWS = 10  # rows unfolded in all: change rows, then kernels that need attention
-METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | |\n|---|---|---|---|---|\n"
+METRIC_HEADER = "| Metric | Baseline → current | Change | Bound | State |\n|---|---|---|---|---|\n"
 
 
 def prose(text: str) -> str:
@@ -91,13 +91,14 @@ def metric_row(c: Comparison) -> str:
         state += f"<br><sub>{cell(c.explained)}</sub>"
     elif c.message:
         state += f"<br><sub>{cell(c.message)}</sub>"
-    both = f"{value(c.baseline, c.unit)} → {value(c.current, c.unit)}"
+    both = f"{value(c.baseline, c.unit)} -> {value(c.current, c.unit)}"  # cell(): one line
     return f"| {code(c.metric)} | {cell(both)} | {cell(change(c))} | {cell(c.bound)} | {state} |\n"
 
 
 def change_row(c: ChangeFinding, program: ProgramVerdict | None) -> str:
     cost = cell(change_cost(c, program))
-    both = f"{c.replaced_kernels} → {c.by_kernels} kernels<br><sub>{cost}</sub>"
+    kernels = f"{c.replaced_kernels} -> {counted(c.by_kernels, 'kernel')}"
+    both = f"{cell(kernels)}<br><sub>{cost}</sub>"
     return f"| **{cell(c.title)}** | {both} | {prose(c.lever)} |\n"
 
 

@@ -7,6 +7,7 @@ from perfgate.common.escape import no_mentions, one_line
 
 # ASCII punctuation that markdown or HTML give meaning to; the rest of the text stays as it is.
 _SPECIAL = set("&<>|*_`[]\\~#!{}$")
+ARROW = "\u00a0→\u00a0"  # " -> " of the plain-text reports, in markdown and HTML
 
 
 def cell(text: str) -> str:
@@ -14,7 +15,9 @@ def cell(text: str) -> str:
     and linking nowhere; newlines, controls, bidi and zero-width characters show as escapes
     (`\\u202e`, common.escape)."""
     out = []
-    for ch in no_mentions(one_line(text)):
+    # "0.005 -> 2.550": a browser breaks a line after the hyphen of "->"; an arrow with no-break
+    # spaces keeps a value and what it became on one line.
+    for ch in no_mentions(one_line(text)).replace(" -> ", ARROW):
         if ch in _SPECIAL:
             out.append(f"&#{ord(ch)};")
         elif ch == "\t":

@@ -14,7 +14,7 @@ from perfgate.lifecycle.views import (
     MetricView,
 )
 from perfgate.reports.escape import log_text, one_line
-from perfgate.reports.format import value
+from perfgate.reports.format import counted, value
 from perfgate.reports.markup import cell, code
 
 
@@ -121,7 +121,7 @@ def _wrapped(items: list[str], width: int = 100) -> list[str]:
 def show_markdown(v: BaselineView) -> str:
     out = [
         f"### Baseline {code(v.path)}\n\n",
-        f"{cell(_fingerprint_line(v))}; {v.total_kernels} kernels. "
+        f"{cell(_fingerprint_line(v))}; {counted(v.total_kernels, 'kernel')}. "
         f"{cell(_provenance_line(v))}.\n\n",
         *(f"- {cell(what)}: {cell(text)}\n" for what, text in v.rules),
         "\n| kernel | launches/run | gated values (bound) |\n|---|---|---|\n",
