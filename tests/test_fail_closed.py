@@ -369,3 +369,27 @@ def test_a_reason_is_worded_once_with_at_most_six_metrics() -> None:
         waived.startswith("time-basis (waived): ") and "not gated: duration of 3 kernels" in waived
     )
     assert describe(Skip.SCOPE, True, [], 0, True).count("the program time") == 1
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [],
+        ["--nvtx-include", "step/"],
+        ["--launch-count", "20", "--launch-skip", "5"],
+        ["--nvtx-include", "train step/", "--nvtx-exclude", "warmup/", "--range-filter", ":2:"],
+        ["-c", "3", "-k", "regex:^zoo_"],
+    ],
+)
+def test_a_scope_read_back_into_ncu_arguments_is_the_same_scope(filters: list[str]) -> None:
+    """perfgate capture applies a baseline's scope from its canonical text: the arguments it
+    reads back give that scope again (the kernel-name filter is perfgate capture's own)."""
+    from perfgate.ingest.scope import capture_scope
+    from perfgate.ncu.command import scope_arguments
+
+    scope = capture_scope(["ncu", *filters, "./app"])
+    again = capture_scope(["ncu", *scope_arguments(scope), "./app"])
+    without_names = [a for a in filters if a not in ("-k", "regex:^zoo_")]
+    assert again == capture_scope(["ncu", *without_names, "./app"])
+    if without_names == filters:
+        assert again == scope
