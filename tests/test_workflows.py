@@ -530,7 +530,7 @@ def test_the_hook_manifest_validates_with_pre_commits_own_validator(tmp_path: Pa
     and refuses the stray entry the manifest once held; check_hooks.py also refuses a
     repeated id, which pre-commit takes silently; .ci/run runs check_hooks.py (it runs every
     hook through `pre-commit try-repo` and docs/ci.md's config as written)."""
-    clientlib = pytest.importorskip("pre_commit.clientlib")  # the dev extra
+    from pre_commit import clientlib  # the test extra
     clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     stray = tmp_path / "stray.yaml"
