@@ -12,9 +12,10 @@ from perfgate.identity.configs import CONFIG_INDEPENDENT
 from perfgate.ingest import read_captures
 from perfgate.ingest.launches import Capture
 from perfgate.judge.comparison import State
+from perfgate.judge.skips import Skip
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
-from perfgate.verdicts.check import check
+from perfgate.verdicts.check import CheckSettings, check
 
 FIELD = Path(__file__).parent / "data" / "field" / "h100"
 DURATION = "gpu__time_duration.sum"
@@ -194,7 +195,13 @@ def test_compile_default_another_start_is_reconfigured_not_missing_and_new() -> 
     baseline = _record("compile-default").baseline
     add = next(k for k in baseline.kernels if "triton_poi_fused_add" in (k.name or ""))
     capture = read_captures(_runs("h100-b", "compile-default", (1,)))
-    passed = check(baseline, capture)
+    # Its configuration-dependent counters were gated and cannot be compared: not judged,
+    # which fails the check unless waived by name (docs/check.md "Not judged").
+    plain = next(v for v in check(baseline, capture).verdicts if v.kernel == add.id)
+    assert plain.state is KernelState.UNJUDGED
+    assert {c.skip for c in plain.comparisons if c.state is State.UNJUDGED} == {Skip.CONFIGURATION}
+    waived = CheckSettings(waived=frozenset({Skip.CONFIGURATION}))
+    passed = check(baseline, capture, waived)
     verdict = next(v for v in passed.verdicts if v.kernel == add.id)
     assert verdict.state is KernelState.PASS
     # h100-b launched it at grid 2048 block 128 registers 18.
@@ -209,11 +216,11 @@ def test_compile_default_another_start_is_reconfigured_not_missing_and_new() -> 
     # Slower by 20%: the kernel runs for about 3 us, so its time alone is evidence (a kernel
     # under 10 us: docs/check.md) and is noted, not failed; with its time doubled the
     # program's GPU time moves beyond its bound and the check fails.
-    slow = check(baseline, _slower(capture, add.name or "", 1.2))
+    slow = check(baseline, _slower(capture, add.name or "", 1.2), waived)
     assert _states(slow)[add.id] is KernelState.PASS
     noted = next(v for v in slow.verdicts if v.kernel == add.id)
     assert {c.metric: c.state for c in noted.comparisons}["duration"] is State.NOTED
-    much = check(baseline, _slower(capture, add.name or "", 4.0))
+    much = check(baseline, _slower(capture, add.name or "", 4.0), waived)
     assert much.program is not None and much.program.state is KernelState.REGRESSED
     assert int(much.exit_code) == 1
 

@@ -768,7 +768,9 @@ def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
     full = changes_result(base, changed)  # the full captures' check (tests/test_changes.py)
     gate = gate_capture(data / changed, tmp_path / "pr.csv")
     gated = check(baseline, read_captures([gate]))
-    assert int(gated.exit_code) == int(full.exit_code) == 1
+    # Each fails; exit 2 where a gate is not judged besides (an Inductor kernel relaunched at
+    # a grid its baseline never saw: docs/check.md "Not judged"), the same on both routes.
+    assert int(gated.exit_code) == int(full.exit_code) in (1, 2)
     # The kernels `perfgate capture --phases auto` takes a diagnosis capture of (gate.py).
     failing = [v.name for v in gated.verdicts if v.state in DIAGNOSED and v.name]
     merged = gated

@@ -531,6 +531,7 @@ def test_the_hook_manifest_validates_with_pre_commits_own_validator(tmp_path: Pa
     repeated id, which pre-commit takes silently; .ci/run runs check_hooks.py (it runs every
     hook through `pre-commit try-repo` and docs/ci.md's config as written)."""
     from pre_commit import clientlib  # the test extra
+
     clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     stray = tmp_path / "stray.yaml"

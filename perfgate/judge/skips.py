@@ -5,9 +5,8 @@ A check passes only if every gate the baseline holds for a kernel in the capture
 state: UNJUDGED, which fails the check (exit 2, like any input the gate could not judge), unless
 the user waived that reason by name (`check --waive REASON`, the Action's `waive:` input, or a
 baseline's `waive:` list); a waived one is SKIPPED, passes, and the report still says what was
-not gated and why. The one reason that passes without a waiver is a library kernel's new tile
-(CONFIGURATION): its tile-dependent counters are replaced by the duration and launch counts,
-which are judged, so nothing it claims to gate goes unlooked-at.
+not gated and why. Every reason is waived by name alone, a new launch configuration included:
+its configuration-dependent counters were gated and not compared.
 
 Every writer (status line, text, markdown, JUnit, JSON, step outputs) takes a reason's words
 from here, so the same skip reads the same everywhere."""
@@ -42,7 +41,6 @@ class Skip(enum.Enum):
 class SkipPolicy:
     what: str  # what was not judged, as a reader says it
     fix: str  # how to have it judged instead
-    waivable: bool = True  # False: passes without a waiver (judged otherwise)
 
 
 TABLE: dict[Skip, SkipPolicy] = {
@@ -70,18 +68,17 @@ TABLE: dict[Skip, SkipPolicy] = {
         "check against a baseline recorded on this GPU",
     ),
     Skip.CONFIGURATION: SkipPolicy(
-        "a library kernel's tile-dependent counters at a new tile (its duration and launch "
-        "counts are judged instead)",
-        "",
-        waivable=False,
+        "the launch-configuration-dependent counters (registers, shared memory, occupancy, "
+        "sectors, instructions) of a kernel at a launch configuration its baseline never saw "
+        "(duration, total_time, launches and DRAM bytes are judged)",
+        "pin the configuration (an autotuner's config, Inductor's cache), or record the new one "
+        "(perfgate baseline accept --reason ...)",
     ),
 }
 if set(TABLE) != set(Skip):
     raise AssertionError(f"perfgate.judge.skips.TABLE has no entry for {set(Skip) - set(TABLE)}")
 
-WAIVABLE: tuple[str, ...] = tuple(s.value for s in Skip if TABLE[s].waivable)
-# The reasons whose skips pass only by a waiver, and so are listed in every report when they do.
-WAIVED_BY_NAME: frozenset[Skip] = frozenset(s for s in Skip if TABLE[s].waivable)
+WAIVABLE: tuple[str, ...] = tuple(s.value for s in Skip)
 
 
 def describe(skip: Skip, fails: bool, metrics: Sequence[str], kernels: int, program: bool) -> str:
@@ -104,15 +101,15 @@ def describe(skip: Skip, fails: bool, metrics: Sequence[str], kernels: int, prog
 
 
 def passes(skip: Skip, waived: frozenset[Skip]) -> bool:
-    """Whether a gate not judged for `skip` passes: waived by name, or judged otherwise."""
-    return skip in waived or not TABLE[skip].waivable
+    """Whether a gate not judged for `skip` passes: only when waived by name."""
+    return skip in waived
 
 
 def parse_waivers(names: Iterable[str]) -> frozenset[Skip]:
     """`--waive` values (and a baseline's `waive:` list) as reasons; an unknown name is an
     error, never ignored (a misspelt waiver would otherwise fail closed without a word, or
     worse, a misspelt name of a future reason would be taken for another)."""
-    known = {s.value: s for s in Skip if TABLE[s].waivable}
+    known = {s.value: s for s in Skip}
     out: set[Skip] = set()
     for name in names:
         skip = known.get(name.strip())

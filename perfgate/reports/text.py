@@ -19,7 +19,6 @@ def _result_summary(result: CheckResult) -> str:
 
 def render(report: Report, verbose: bool = False) -> str:
     lines = [status_line(report)]
-    lines.extend(not_judged_lines(report))
     lines.extend(f"note: {n}" for n in report.notes)
     for result in report.results:
         if len(report.results) > 1:
@@ -44,6 +43,9 @@ def render(report: Report, verbose: bool = False) -> str:
             if not verbose and v.kernel in explained and under:
                 continue  # under its change finding; -v lists it too
             lines.extend(kernel_lines(v, verbose))
+    # What was not judged, and the fix, once per reason: the status line already names each
+    # reason with its count, and the change findings and regressions read first.
+    lines.extend(not_judged_lines(report))
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
     improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
     tail = []

@@ -23,7 +23,7 @@ from perfgate.judge.policy import (
     kernel_exit_code,
     worst_exit_code,
 )
-from perfgate.judge.skips import WAIVED_BY_NAME, Skip
+from perfgate.judge.skips import Skip
 from perfgate.judge.states import SEVERITY, KernelState
 from perfgate.metrics.catalog import Role, role_of
 
@@ -164,10 +164,8 @@ def not_judged(results: tuple[CheckResult, ...]) -> tuple[NotJudged, ...]:
             for c in v.comparisons:
                 if c.skip is None or c.state not in (State.UNJUDGED, State.SKIPPED):
                     continue
-                if c.state is State.SKIPPED and (
-                    c.skip not in WAIVED_BY_NAME or role_of(c.metric) is not Role.PRIMARY
-                ):
-                    continue  # passes without a waiver, or no gate: a note of its kernel
+                if c.state is State.SKIPPED and role_of(c.metric) is not Role.PRIMARY:
+                    continue  # no gate: a note of its kernel
                 metrics, kernels, count, _ = entry(c.skip, c.state is State.UNJUDGED)
                 metrics[c.metric] = None
                 kernels.add(f"{r.baseline_path}\0{v.kernel}")
