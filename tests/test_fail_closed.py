@@ -394,3 +394,43 @@ def test_a_scope_read_back_into_ncu_arguments_is_the_same_scope(filters: list[st
     assert again == capture_scope(["ncu", *without_names, "./app"])
     if without_names == filters:
         assert again == scope
+
+
+@pytest.mark.parametrize(
+    ("waived", "total_time"),
+    [
+        (frozenset(), (State.UNJUDGED, Skip.TIME_BASIS)),
+        (frozenset({Skip.TIME_BASIS}), (State.UNJUDGED, Skip.SCOPE)),
+        (frozenset({Skip.SCOPE}), (State.UNJUDGED, Skip.TIME_BASIS)),
+        (frozenset({Skip.TIME_BASIS, Skip.SCOPE}), (State.SKIPPED, Skip.TIME_BASIS)),
+    ],
+)
+def test_a_metric_with_two_reasons_passes_only_with_both_waived(
+    waived: frozenset[Skip], total_time: tuple[State, Skip]
+) -> None:
+    """total_time and the program time depend on both the time basis and the scope: waiving
+    one reason leaves it failing on the other, named."""
+    from perfgate.baseline.load import load_baseline
+    from perfgate.verdicts.check import CheckSettings, check
+
+    baseline = load_baseline(str(ROOT / "baselines" / "h100" / "zoo.yaml"))
+    capture = read_captures([str(ROOT / "tests" / "data" / "h100" / "zoo-good-short-run2.csv")])
+    settings = CheckSettings(
+        other_basis="another basis", other_scope="another scope", waived=waived
+    )
+    result = check(baseline, capture, settings)
+    got = {
+        (c.state, c.skip)
+        for v in result.verdicts
+        for c in v.comparisons
+        if c.metric == "total_time"
+    }
+    assert got == {total_time}
+    assert all("another basis; another scope" in c.message for v in result.verdicts
+               for c in v.comparisons if c.metric == "total_time")  # fmt: skip
+    duration = {c.state for v in result.verdicts for c in v.comparisons if c.metric == "duration"}
+    assert duration == {State.SKIPPED if Skip.TIME_BASIS in waived else State.UNJUDGED}
+    assert result.program is not None
+    both = {Skip.TIME_BASIS, Skip.SCOPE} <= waived
+    assert result.program.state is (KernelState.SKIPPED if both else KernelState.UNJUDGED)
+    assert "another basis; another scope" in result.program.reason

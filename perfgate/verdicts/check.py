@@ -138,7 +138,7 @@ def _settle(
     explicit = _explicit(kernel, baseline)
     comparisons = []
     for c in verdict.comparisons:
-        if c.skip is not None and c.state in (State.SKIPPED, State.UNJUDGED):
+        if c.skip is not None:  # (only a comparison not judged carries its reason)
             gate = role_of(c.metric) is Role.PRIMARY or c.metric in explicit
             fails = gate and not passes(c.skip, waived)
             c = replace(c, state=State.UNJUDGED if fails else State.SKIPPED)
