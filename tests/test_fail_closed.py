@@ -434,3 +434,21 @@ def test_a_metric_with_two_reasons_passes_only_with_both_waived(
     both = {Skip.TIME_BASIS, Skip.SCOPE} <= waived
     assert result.program.state is (KernelState.SKIPPED if both else KernelState.UNJUDGED)
     assert "another basis; another scope" in result.program.reason
+
+
+def test_a_missing_metric_names_what_it_needs_and_no_more() -> None:
+    """A gated metric the capture cannot give is incomplete (never skipped), and says which
+    raw metrics it needs: up to four, then ", ..."."""
+    from perfgate.baseline.load import load_baseline
+    from perfgate.verdicts.check import check
+
+    baseline = load_baseline(str(ROOT / "baselines" / "h100" / "zoo.yaml"))
+    capture = read_captures(
+        [str(ROOT / "tests" / "corpus" / "captures" / "missing-gated-metric.csv")]
+    )
+    result = check(baseline, capture)
+    durations = [c for v in result.verdicts for c in v.comparisons if c.metric == "duration"]
+    assert durations and {c.state for c in durations} == {State.MISSING_METRIC}
+    assert all(c.skip is None for c in durations)  # missing, which no waiver lets pass
+    for c in durations:
+        assert "(needs gpu__time_duration.sum)" in c.message and ", ..." not in c.message
