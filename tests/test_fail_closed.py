@@ -13,9 +13,7 @@ import csv
 import gzip
 import io
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,18 +28,9 @@ from perfgate.judge.skips import TABLE as SKIPS
 from perfgate.judge.skips import WAIVABLE, Skip, parse_waivers
 from perfgate.judge.states import KernelState
 from tests.conftest import ROOT
+from tests.test_capture import FAKE_NCU, REAL, TEXTS, perfgate
 
-TEXTS = ROOT / "tests" / "data" / "h200" / "capture"
-REAL = ROOT / "tests" / "data" / "h200" / "real"
 FIELD = ROOT / "tests" / "data" / "field"
-FAKE_NCU = str(ROOT / "tests" / "fake_ncu.py")
-
-
-def perfgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, cwd=ROOT,
-        env={**os.environ, **(env or {})}, timeout=300,
-    )  # fmt: skip
 
 
 def _fake(csv: Path, argv: Path) -> dict[str, str]:
@@ -270,14 +259,9 @@ def test_unjudged_comparisons_make_the_kernel_unjudged_not_passed() -> None:
 
 
 def test_the_action_passes_its_waive_input_by_name() -> None:
-    import importlib.util
+    from tests.test_workflows import _script
 
-    spec = importlib.util.spec_from_file_location(
-        "github_action", ROOT / "scripts" / "github_action.py"
-    )
-    assert spec is not None and spec.loader is not None
-    action = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(action)
+    action = _script("github_action")
     env = {
         "PERFGATE": "perfgate",
         "PERFGATE_BASELINE": "baselines/h100/zoo.yaml",

@@ -9,8 +9,6 @@ check` with every report written."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -24,18 +22,10 @@ from perfgate.causes.model import Side
 from perfgate.cli import main
 from perfgate.reports import markdown
 from tests.conftest import ROOT, data, run_args
+from tests.test_capture import FAKE_NCU, TEXTS, perfgate
 from tests.test_fail_closed import _slower
 
-TEXTS = ROOT / "tests" / "data" / "h200" / "capture"
-FAKE_NCU = str(ROOT / "tests" / "fake_ncu.py")
 ZOO = str(ROOT / "baselines" / "h100" / "zoo.yaml")
-
-
-def perfgate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, cwd=ROOT,
-        env={**os.environ, **(env or {})}, timeout=300,
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
