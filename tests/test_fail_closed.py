@@ -16,6 +16,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,6 +32,10 @@ from tests.conftest import ROOT
 from tests.test_capture import FAKE_NCU, REAL, TEXTS, perfgate
 
 FIELD = ROOT / "tests" / "data" / "field"
+
+if TYPE_CHECKING:
+    from perfgate.baseline.model import Baseline
+    from perfgate.ncu.command import CapturePlan
 
 
 def _fake(csv: Path, argv: Path) -> dict[str, str]:
@@ -436,3 +441,106 @@ def test_a_missing_metric_names_what_it_needs_and_no_more() -> None:
     assert all(c.skip is None for c in durations)  # missing, which no waiver lets pass
     for c in durations:
         assert "(needs gpu__time_duration.sum)" in c.message and ", ..." not in c.message
+
+
+# --- what perfgate capture takes for a baseline: its phase, its launch filters ---------------
+
+
+def _zoo(scope: str | None = None, basis: str = "full", path: str = "zoo.yaml") -> Baseline:
+    from dataclasses import replace
+
+    from perfgate.baseline.load import load_baseline
+
+    b = load_baseline(str(ROOT / "baselines" / "h100" / "zoo.yaml"))
+    return replace(b, path=path, fingerprint=replace(b.gpu, scope=scope, time_basis=basis))
+
+
+def _plan(baselines: list[Baseline], **options: object) -> CapturePlan:
+    from perfgate.ncu.command import CaptureOptions, build_plan
+
+    zoo = str(ROOT / "baselines" / "h100" / "zoo.yaml")  # baseline_files() needs a file
+    opts = CaptureOptions((zoo,), ("./app",), **options)  # type: ignore[arg-type]
+    return build_plan(opts, "/tmp/r", "/tmp/l", baselines)
+
+
+def _arg(plan: CapturePlan, option: str) -> str | None:
+    argv = list(plan.profile)
+    return argv[argv.index(option) + 1] if option in argv else None
+
+
+def test_auto_takes_the_baselines_phase_and_an_explicit_phase_says_when_it_differs() -> None:
+    full, gate = _zoo(), _zoo(basis="gate")
+    assert _plan([full], phase="gate", follow_baseline=True).phase == "full"
+    assert _plan([gate], phase="gate", follow_baseline=True).phase == "gate"
+    assert _plan([gate, full], phase="gate", follow_baseline=True).phase == "full"
+    said = [n for n in _plan([full], phase="gate").notes if "time-basis" in n]
+    assert len(said) == 1 and said[0].startswith("zoo.yaml holds durations of full captures")
+    assert not [n for n in _plan([full], phase="full").notes if "time-basis" in n]
+    assert not [n for n in _plan([gate], phase="gate").notes if "time-basis" in n]
+
+
+@pytest.mark.parametrize(
+    ("options", "nvtx", "noted"),
+    [
+        ({"follow_baseline": True}, "step/", False),  # the baseline's own filter, applied
+        ({"follow_baseline": True, "launch_count": 5}, None, True),  # the user's, said
+        ({"follow_baseline": True, "launch_skip": 2}, None, True),
+        ({"follow_baseline": True, "nvtx_include": ("step/",)}, "step/", False),
+        ({"follow_baseline": True, "nvtx_include": ("other/",)}, "other/", True),
+        ({"follow_baseline": False}, None, True),  # an explicit phase takes none of its own
+    ],
+)
+def test_auto_applies_the_baselines_launch_filters_only_when_given_none(
+    options: dict[str, object], nvtx: str | None, noted: bool
+) -> None:
+    plan = _plan([_zoo(scope="--nvtx-include step/")], phase="full", **options)
+    assert _arg(plan, "--nvtx-include") == nvtx
+    said = [n for n in plan.notes if "--waive scope" in n]
+    assert bool(said) is noted, plan.notes
+
+
+def test_no_filter_is_applied_from_baselines_of_several_scopes_or_none() -> None:
+    two = [_zoo(scope="--nvtx-include a/"), _zoo(scope="--nvtx-include b/", path="other.yaml")]
+    plan = _plan(two, phase="full", follow_baseline=True)
+    assert _arg(plan, "--nvtx-include") is None
+    (said,) = [n for n in plan.notes if "--waive scope" in n]
+    assert "(all launches) is not that of other.yaml, zoo.yaml" in said
+    plain = _plan([_zoo()], phase="full", follow_baseline=True)
+    assert _arg(plain, "--nvtx-include") is None and not plain.notes
+
+
+def test_scopes_differ_only_where_counts_cannot_compare() -> None:
+    from perfgate.ingest.scope import differ
+
+    assert differ(None, None) is False
+    assert differ(None, ALL) is False and differ(ALL, None) is False
+    assert differ(None, "--launch-count 3") is True and differ("--launch-count 3", None) is True
+    assert differ("--nvtx-include a/", "--nvtx-include b/") is True
+    assert differ("--nvtx-include a/", "--nvtx-include a/") is False
+    assert differ(ALL, ALL) is False
+
+
+def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: Path) -> None:
+    """A gate capture (here one that lost its sidecar: told by its columns) and a full capture
+    checked together: their durations are of no one basis, so they are not judged against a
+    baseline of either; record refuses them together."""
+    with gzip.open(FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz", "rb") as fh:
+        (tmp_path / "renamed.csv").write_bytes(fh.read())
+    full = FIELD / "h100" / "h100-a" / "cnn-fp32-run1.csv.gz"
+    gate_base = tmp_path / "gate.yaml"
+    runs = [
+        a
+        for i in (1, 2, 3)
+        for a in ("-c", str(FIELD / "gate" / "h100-j" / f"cnn-fp32-run{i}.csv.gz"))
+    ]
+    assert perfgate("baseline", "record", *runs, "-o", str(gate_base)).returncode == 0
+    # The renamed gate capture alone: its durations are judged against the gate baseline.
+    alone = perfgate("-q", "check", "-b", str(gate_base), "-c", str(tmp_path / "renamed.csv"),
+                     "--waive", "scope")  # fmt: skip
+    assert alone.returncode == 0 and "time-basis" not in alone.stdout, alone.stdout
+    mixed = perfgate("-q", "check", "-b", str(gate_base), "-c", str(tmp_path / "renamed.csv"),
+                     "-c", str(full), "--waive", "scope")  # fmt: skip
+    assert mixed.returncode == 2 and "time-basis" in mixed.stdout, mixed.stdout
+    refused = perfgate("baseline", "record", "-c", str(tmp_path / "renamed.csv"), "-c", str(full),
+                       "-o", str(tmp_path / "x.yaml"))  # fmt: skip
+    assert refused.returncode == 2 and "in one record" in refused.stderr, refused.stderr
