@@ -541,6 +541,17 @@ def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: 
     mixed = perfgate("-q", "check", "-b", str(gate_base), "-c", str(tmp_path / "renamed.csv"),
                      "-c", str(full), "--waive", "scope")  # fmt: skip
     assert mixed.returncode == 2 and "time-basis" in mixed.stdout, mixed.stdout
+    # Nor against a baseline of full captures: mixed is neither basis.
+    full_base = tmp_path / "full.yaml"
+    full_runs = [
+        a
+        for i in (1, 2, 3)
+        for a in ("-c", str(FIELD / "h100" / "h100-a" / f"cnn-fp32-run{i}.csv.gz"))
+    ]
+    assert perfgate("baseline", "record", *full_runs, "-o", str(full_base)).returncode == 0
+    on_full = perfgate("-q", "check", "-b", str(full_base), "-c", str(tmp_path / "renamed.csv"),
+                       "-c", str(full), "--waive", "scope", "--waive", "capture-type")  # fmt: skip
+    assert on_full.returncode == 2 and "time-basis" in on_full.stdout, on_full.stdout
     refused = perfgate("baseline", "record", "-c", str(tmp_path / "renamed.csv"), "-c", str(full),
                        "-o", str(tmp_path / "x.yaml"))  # fmt: skip
     assert refused.returncode == 2 and "in one record" in refused.stderr, refused.stderr
