@@ -78,7 +78,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         *_FAIL_CLOSED, *_NEW_JUDGE, *_NEW_RATCHET, "tests/test_stalls.py", "tests/test_corpus.py",
         "tests/test_two_phase.py",
     ),
-    "perfgate/verdicts/model.py": (*_FAIL_CLOSED, "tests/test_check.py", "tests/test_hostile.py"),
+    "perfgate/verdicts/model.py": (
+        *_FAIL_CLOSED, "tests/test_program_time.py", "tests/test_check.py", "tests/test_hostile.py",
+    ),
     "perfgate/ingest/gateset.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
     "perfgate/ingest/scope.py": (*_FAIL_CLOSED, *_NEW_RATCHET),
     "perfgate/baseline/fingerprint.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),

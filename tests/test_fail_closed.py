@@ -419,6 +419,20 @@ def test_a_metric_with_two_reasons_passes_only_with_both_waived(
                for c in v.comparisons if c.metric == "total_time")  # fmt: skip
     duration = {c.state for v in result.verdicts for c in v.comparisons if c.metric == "duration"}
     assert duration == {State.SKIPPED if Skip.TIME_BASIS in waived else State.UNJUDGED}
+    # The report counts each reason's gates exactly, and names the program time once.
+    from perfgate.verdicts.model import Report
+
+    unjudged = [c for v in result.verdicts for c in v.comparisons if c.state is State.UNJUDGED]
+    said = {(n.skip, n.fails): n for n in Report((result,)).not_judged()}
+    for skip in (Skip.TIME_BASIS, Skip.SCOPE):
+        mine = [c for c in unjudged if c.skip is skip]
+        if mine:
+            n = said[(skip, True)]
+            assert n.comparisons == len(mine)
+            assert n.kernels == len({c.kernel for c in mine})
+            assert set(n.metrics) == {c.metric for c in mine}
+        else:
+            assert (skip, True) not in said
     assert result.program is not None
     both = {Skip.TIME_BASIS, Skip.SCOPE} <= waived
     assert result.program.state is (KernelState.SKIPPED if both else KernelState.UNJUDGED)

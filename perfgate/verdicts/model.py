@@ -162,7 +162,7 @@ def not_judged(results: tuple[CheckResult, ...]) -> tuple[NotJudged, ...]:
     for r in results:
         for v in r.verdicts:
             for c in v.comparisons:
-                if c.skip is None or c.state not in (State.UNJUDGED, State.SKIPPED):
+                if c.skip is None:  # judged (only a comparison not judged carries a reason)
                     continue
                 if c.state is State.SKIPPED and role_of(c.metric) is not Role.PRIMARY:
                     continue  # no gate: a note of its kernel
