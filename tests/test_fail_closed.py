@@ -569,3 +569,33 @@ def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: 
     refused = perfgate("baseline", "record", "-c", str(tmp_path / "renamed.csv"), "-c", str(full),
                        "-o", str(tmp_path / "x.yaml"))  # fmt: skip
     assert refused.returncode == 2 and "in one record" in refused.stderr, refused.stderr
+
+
+def test_the_not_judged_list_names_gates_only_and_failing_reasons_first(
+    hand_baseline: Path, tmp_path: Path
+) -> None:
+    """A gate capture against a hand baseline, one reason waived: the list names the failing
+    reason before the waived one, and neither lists an evidence metric (no gate: a note of
+    its kernel), though evidence metrics were not judged either."""
+    from perfgate.metrics.catalog import Role, role_of
+
+    capture, _ = _ci_capture(
+        hand_baseline, TEXTS / "torch-capture.csv", tmp_path, "--phases", "gate"
+    )
+    out = tmp_path / "r.json"
+    proc = perfgate("check", "-b", str(hand_baseline), "-c", str(capture), "--waive",
+                    "time-basis", "--json", str(out))  # fmt: skip
+    assert proc.returncode == 2
+    listed = json.loads(out.read_text())["not_judged"]
+    assert [(n["reason"], n["fails"]) for n in listed] == [
+        ("capture-type", True),
+        ("time-basis", False),
+    ]
+    for n in listed:
+        assert n["metrics"] and all(role_of(m) is Role.PRIMARY for m in n["metrics"]), n
+    kernels = json.loads(out.read_text())["results"][0]["kernels"]
+    evidence = [
+        c for k in kernels for c in k["comparisons"]
+        if c["skip"] == "capture-type" and role_of(c["metric"]) is Role.EVIDENCE
+    ]  # fmt: skip
+    assert evidence and {c["state"] for c in evidence} == {"skipped"}
