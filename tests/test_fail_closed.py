@@ -171,10 +171,7 @@ def test_a_gzipped_gate_capture_keeps_its_sidecar(tmp_path: Path) -> None:
     """`gzip ci.csv` leaves ci.csv.meta.json beside ci.csv.gz: it is found, and the gate
     capture's durations are judged as a gate capture's (issue: exit 1 as ci.csv, exit 0 as
     ci.csv.gz)."""
-    src = FIELD / "gate" / "h100-j"
-    runs = [a for i in (1, 2, 3) for a in ("-c", str(src / f"cnn-fp32-run{i}.csv.gz"))]
-    baseline = tmp_path / "gate.yaml"
-    assert perfgate("baseline", "record", *runs, "-o", str(baseline)).returncode == 0
+    baseline = _recorded(tmp_path / "gate.yaml", FIELD / "gate" / "h100-j")
     shutil.copy(FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz", tmp_path / "ci.csv.gz")
     shutil.copy(
         FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz.meta.json", tmp_path / "ci.csv.meta.json"
@@ -534,6 +531,14 @@ def test_scopes_differ_only_where_counts_cannot_compare() -> None:
     assert differ(ALL, ALL) is False
 
 
+def _recorded(out: Path, start: Path, workload: str = "cnn-fp32") -> Path:
+    """A baseline recorded from a workload's three runs on one machine start."""
+    runs = [a for i in (1, 2, 3) for a in ("-c", str(start / f"{workload}-run{i}.csv.gz"))]
+    proc = perfgate("baseline", "record", *runs, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: Path) -> None:
     """A gate capture (here one that lost its sidecar: told by its columns) and a full capture
     checked together: their durations are of no one basis, so they are not judged against a
@@ -541,13 +546,7 @@ def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: 
     with gzip.open(FIELD / "gate" / "h100-k" / "cnn-fp32-run1.csv.gz", "rb") as fh:
         (tmp_path / "renamed.csv").write_bytes(fh.read())
     full = FIELD / "h100" / "h100-a" / "cnn-fp32-run1.csv.gz"
-    gate_base = tmp_path / "gate.yaml"
-    runs = [
-        a
-        for i in (1, 2, 3)
-        for a in ("-c", str(FIELD / "gate" / "h100-j" / f"cnn-fp32-run{i}.csv.gz"))
-    ]
-    assert perfgate("baseline", "record", *runs, "-o", str(gate_base)).returncode == 0
+    gate_base = _recorded(tmp_path / "gate.yaml", FIELD / "gate" / "h100-j")
     # The renamed gate capture alone: its durations are judged against the gate baseline.
     alone = perfgate("-q", "check", "-b", str(gate_base), "-c", str(tmp_path / "renamed.csv"),
                      "--waive", "scope")  # fmt: skip
@@ -556,13 +555,7 @@ def test_captures_of_both_bases_in_one_check_compare_with_no_baseline(tmp_path: 
                      "-c", str(full), "--waive", "scope")  # fmt: skip
     assert mixed.returncode == 2 and "time-basis" in mixed.stdout, mixed.stdout
     # Nor against a baseline of full captures: mixed is neither basis.
-    full_base = tmp_path / "full.yaml"
-    full_runs = [
-        a
-        for i in (1, 2, 3)
-        for a in ("-c", str(FIELD / "h100" / "h100-a" / f"cnn-fp32-run{i}.csv.gz"))
-    ]
-    assert perfgate("baseline", "record", *full_runs, "-o", str(full_base)).returncode == 0
+    full_base = _recorded(tmp_path / "full.yaml", FIELD / "h100" / "h100-a")
     on_full = perfgate("-q", "check", "-b", str(full_base), "-c", str(tmp_path / "renamed.csv"),
                        "-c", str(full), "--waive", "scope", "--waive", "capture-type")  # fmt: skip
     assert on_full.returncode == 2 and "time-basis" in on_full.stdout, on_full.stdout

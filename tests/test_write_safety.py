@@ -25,8 +25,9 @@ from perfgate.baseline.load import load_baseline
 from perfgate.common import fileio
 from perfgate.common.errors import UsageError
 from perfgate.reports.markup import code
+from tests import test_capture
 from tests.conftest import DATA, ROOT
-from tests.test_capture import REAL, _fake
+from tests.test_capture import _fake
 from tests.test_crashes import _FAKE_READER
 from tests.twophase_data import diagnosis_capture, gate_capture
 
@@ -69,15 +70,8 @@ def precious(tmp_path: Path) -> tuple[Path, bytes]:
 
 # ------------------------------------------------------------------------- symbolic links
 
-
-@pytest.fixture(scope="module")
-def zoo_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The baseline a stand-in ncu's captures (H200, tests/data/h200/capture) are checked with."""
-    out = tmp_path_factory.mktemp("b") / "zoo.yaml"
-    runs = [a for i in (1, 2, 3) for a in ("-c", str(REAL / f"start2-zoo-good-run{i}.csv"))]
-    proc = perfgate("baseline", "record", *runs, "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
+# The baseline a stand-in ncu's captures (H200, tests/data/h200/capture) are checked with.
+zoo_baseline = test_capture.zoo_baseline
 
 
 CAPTURE_FILES = [
