@@ -132,6 +132,28 @@ WORKLOADS = (
         for w in ("torch-flash", "compiled-a", "triton-good", "changes-base")
     ),
 )
+# Issue 33's families (tests/data/field/families, README there): baselines from fam-a's three
+# runs, checked against fam-b (tuning); fam-c is held back.
+FAMILIES_DIR = FIELD / "families"
+FAMILY_NAMES = ("moe", "train-step", "cub", "nvrtc", "vit", "jax-train", "triton-sizes")
+FAMILIES = tuple(
+    Workload(
+        f"H100 family {w}",
+        tuple(FAMILIES_DIR / "fam-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+        (FAMILIES_DIR / "fam-b" / f"{w}-run1.csv.gz",),
+    )
+    for w in FAMILY_NAMES
+)
+FAMILIES_HELD_BACK = tuple(
+    Workload(
+        f"H100 family {w} vs fam-c",
+        tuple(FAMILIES_DIR / "fam-a" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+        (FAMILIES_DIR / "fam-c" / f"{w}-run1.csv.gz",),
+    )
+    for w in FAMILY_NAMES
+)
+WORKLOADS = (*WORKLOADS, *FAMILIES)
+
 # Held back (never tuned on): reported separately with `--held-back`.
 HELD_BACK = (
     *(
@@ -155,6 +177,7 @@ HELD_BACK = (
         )
         for w in FIELD_H200
     ),
+    *FAMILIES_HELD_BACK,
 )
 
 
@@ -565,7 +588,18 @@ def main(argv: list[str] | None = None) -> int:
         "tests/data/field/gate): baselines and re-captures from separate starts; evaluated, "
         "not part of the exit code",
     )
+    parser.add_argument(
+        "--families",
+        action="store_true",
+        help="only issue 33's families (tests/data/field/families): fam-b (tuning), and with "
+        "--held-back fam-c apart",
+    )
     args = parser.parse_args(argv)
+    if args.families:
+        ok = run(workloads=FAMILIES, title="families, tuning start fam-b")
+        if args.held_back:
+            run(workloads=FAMILIES_HELD_BACK, title="families, held back fam-c (evaluation only)")
+        return 0 if ok else 1
     if args.gate:
         run(workloads=GATE_CORPUS, title="gate captures, held back (evaluation only)")
         return 0
