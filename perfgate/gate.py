@@ -34,13 +34,14 @@ from perfgate.common.fileio import (
 )
 from perfgate.identity.grouping import group_launches, readable_ids, select
 from perfgate.ingest import MetricSelection, read_captures
+from perfgate.ingest.launches import Capture
 from perfgate.judge.policy import EXIT_WORDS, FailOn
 from perfgate.judge.skips import Skip, parse_waivers
 from perfgate.judge.states import KernelState
 from perfgate.metrics.thresholds import ThresholdOverride
 from perfgate.metrics.values import check_values
 from perfgate.verdicts.check import CheckSettings, check
-from perfgate.verdicts.model import Report
+from perfgate.verdicts.model import CheckResult, Report
 
 if TYPE_CHECKING:
     # Loaded where they are used: a check needs none of them (docs/scale.md).
@@ -122,6 +123,7 @@ def _run_check(request: CheckRequest) -> Report:
         baselines.append(recorded(request.recorded_from))
         named.append(True)
     notes: list[str] = []
+    files = {b.path: b for b in baselines}  # as the ratchet reads them: without --threshold
     if request.thresholds:
         from perfgate.baseline.overrides import unused, with_thresholds
 
@@ -157,7 +159,33 @@ def _run_check(request: CheckRequest) -> Report:
         )
         for a in plan.assignments
     )
+    if not request.recorded_from and not request.allow_other_gpu:
+        # perfgate compare's baseline is no file to ratchet; the ratchet refuses another GPU.
+        results = tuple(
+            _with_ratchet(r, files[a.baseline.path], a.capture, request)
+            for r, a in zip(results, plan.assignments, strict=True)
+        )
     return Report(results, notes=(*plan.notes, *notes))
+
+
+def _with_ratchet(
+    result: CheckResult, baseline: Baseline, capture: Capture, request: CheckRequest
+) -> CheckResult:
+    """The result with what `baseline update --ratchet` would tighten from these captures,
+    worked out by the ratchet's own plan where something improved beyond its bound (the
+    reports suggest the ratchet only for that, and name it)."""
+    if not result.improved() and not request.thresholds:
+        return result  # it takes only improvements (--threshold may have hidden one)
+    from perfgate.lifecycle.plan import plan_ratchet, ratchet_takes
+
+    # The ratchet judges by the file's own bounds and no waiver: this check's result is its
+    # own where no --threshold changed a bound and nothing went unjudged, else it checks anew.
+    unjudged = any(c.skip is not None for v in result.verdicts for c in v.comparisons) or (
+        result.program is not None and result.program.skip is not None
+    )
+    same = not request.thresholds and not unjudged
+    plan = plan_ratchet(baseline, capture, judged=result if same else None)
+    return replace(result, ratchet=ratchet_takes(plan))
 
 
 def _allowed_by(request: CheckRequest) -> frozenset[Skip]:

@@ -67,7 +67,7 @@ from perfgate.verdicts.check import (
     CheckSettings,
     check,
 )
-from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
+from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, RatchetTakes
 
 HISTORY_KEPT = 10  # entries per kernel; older ones are in the repository's history
 
@@ -248,19 +248,29 @@ def _moved(verdict: KernelVerdict) -> dict[str, float | str]:
 
 
 def _fresh(
-    baseline: Baseline, capture: Capture, other_scope: str = "", other_basis: str = ""
+    baseline: Baseline,
+    capture: Capture,
+    other_scope: str = "",
+    other_basis: str = "",
+    only: frozenset[str] | None = None,
+    judged: CheckResult | None = None,
 ) -> tuple[CheckResult, dict[str, KernelBaseline], list[KernelBaseline], _Classes]:
     """The check of the captures against the baseline, each baselined kernel recorded afresh
     from the launches the check gave it (with the metrics the file gates for it), and the
     kernels new to the baseline recorded with the default set. A baselined kernel whose
     launches split into work classes its entry does not have is recorded as the class nearest
     its recorded work (its match gets `work:`), and its other classes as entries of their own,
-    taken with it (never pooled: the next check would split them again)."""
-    result = check(
+    taken with it (never pooled: the next check would split them again).
+
+    `only`: record just these baselined kernels and no new one (the ratchet takes nothing
+    else); `judged`: the check, where the caller has made it with these settings already."""
+    result = judged or check(
         baseline,
         capture,
         CheckSettings(report_new_kernels=True, other_scope=other_scope, other_basis=other_basis),
     )
+    if only is not None and not only:
+        return result, {}, [], {}  # nothing to record: no grouping, no matching
     dropped = _dropped(other_scope, other_basis)
     groups = group_launches(capture.launches, by_nvtx=baseline.by_nvtx)
     matching = match(baseline, groups)
@@ -268,7 +278,7 @@ def _fresh(
     others: list[tuple[KernelBaseline, KernelGroup]] = []
     for entry in baseline.kernels:
         found = matching.groups.get(entry.id) or []
-        if not found:
+        if not found or (only is not None and entry.id not in only):
             continue
         group = found[0]
         if matching.how.get(entry.id, "").startswith(SPLIT):
@@ -284,7 +294,7 @@ def _fresh(
     taken = {k.id for k in baseline.kernels}
     ids = new_ids([g.key for g in matching.unclaimed], taken)
     added = []
-    for group in matching.unclaimed:
+    for group in matching.unclaimed if only is None else ():
         kernel, _ = record_kernel(
             group, ids[group.key], default_metrics(capture.columns, cc), capture
         )
@@ -651,6 +661,95 @@ def _other_captures(other_scope: str, other_basis: str) -> str:
     return "; ".join(x for x in (other_scope, other_basis) if x)
 
 
+def _improved(verdict: KernelVerdict) -> bool:
+    return any(c.state is State.IMPROVED for c in verdict.comparisons)
+
+
+def _ratchet_kernels(
+    baseline: Baseline, result: CheckResult, fresh: Mapping[str, KernelBaseline]
+) -> tuple[list[KernelEdit], list[str]]:
+    """The ratchet's edit of each kernel that improved, from `fresh` (the improved kernels
+    recorded from the captures), and what it leaves, with why."""
+    entries = {k.id: k for k in baseline.kernels}
+    edits: list[KernelEdit] = []
+    left: list[str] = []
+    for verdict in result.verdicts:
+        if verdict.state is KernelState.NEW:
+            continue
+        if verdict.state is KernelState.MISSING:
+            left.append(f"{verdict.kernel}: not in the captures; kept as it was")
+            continue
+        if verdict.state is KernelState.REGRESSED:
+            # Its improvements may be the other side of a trade-off: taking them alone
+            # would leave a baseline its own build fails.
+            left.append(f"{verdict.kernel}: regressed; the ratchet leaves it as it was")
+            continue
+        if verdict.matched_by == SPLIT:
+            # One work class's values are not the kernel's: nothing to tighten from.
+            left.append(
+                f"{verdict.kernel}: its launches split into work classes the baseline "
+                "does not have; the ratchet leaves it as it was"
+            )
+            continue
+        if not _improved(verdict):
+            continue  # nothing beyond its bound the better way: nothing to take
+        kernel = fresh.get(verdict.kernel)
+        if kernel is None:
+            left.append(f"{verdict.kernel}: not in the captures; kept as it was")
+            continue
+        edit, kept = _ratchet_edit(baseline, verdict, entries[verdict.kernel], kernel)
+        left.extend(kept)
+        if edit is not None:
+            edits.append(edit)
+    return edits, left
+
+
+def plan_ratchet(
+    baseline: Baseline,
+    capture: Capture,
+    reason: str | None = None,
+    when: Stamp | None = None,
+    judged: CheckResult | None = None,
+) -> EditPlan:
+    """`update --ratchet` (the module's text): the improved metrics of kernels that did not
+    regress, tightened, and the program time where it improved and no kernel fails.
+
+    `judged`: the check of `capture` against `baseline` as this function makes it (the
+    file's own bounds, no waiver), where the caller has it already. perfgate check's
+    suggestion to ratchet is this plan, so it names what the ratchet takes and nothing else.
+    Only the kernels that improved are recorded afresh: the ratchet takes nothing else."""
+    capture, other_scope, other_basis = _for_gpu(baseline, capture)
+    result = judged or check(
+        baseline,
+        capture,
+        CheckSettings(report_new_kernels=True, other_scope=other_scope, other_basis=other_basis),
+    )
+    if other_scope or other_basis:
+        # Values of another scope (other launches) or capture type (another metric set: its
+        # durations and DRAM bytes differ) are never the baseline's to tighten from.
+        why = _other_captures(other_scope, other_basis)
+        return EditPlan((), None, (f"nothing ratcheted: {why}",), result, None)
+    only = frozenset(v.kernel for v in result.verdicts if _improved(v))
+    _, fresh, _, _ = _fresh(baseline, capture, only=only, judged=result)
+    edits, left = _ratchet_kernels(baseline, result, fresh)
+    program = _ratcheted_program(baseline, record_program(capture), result)
+    written = _program_taken(baseline, program, Action.RATCHET, reason, when) if program else None
+    return EditPlan(
+        tuple(edits),
+        None,
+        tuple(left),
+        result,
+        written,
+        Action.RATCHET if written is not None else None,
+    )
+
+
+def ratchet_takes(plan: EditPlan) -> RatchetTakes:
+    """What a ratchet plan tightens, for a report to name."""
+    kernels = tuple((e.kernel, e.metrics) for e in plan.edits if e.action is Action.RATCHET)
+    return RatchetTakes(kernels, plan.program is not None)
+
+
 def plan_update(
     baseline: Baseline,
     capture: Capture,
@@ -661,26 +760,15 @@ def plan_update(
     when: Stamp | None = None,
 ) -> EditPlan:
     """Every kernel of the captures re-recorded; see the module's text for what is kept.
-    `reason` and `when`: for the program's history."""
+    `reason` and `when`: for the program's history. `ratchet`: plan_ratchet."""
+    if ratchet:
+        return plan_ratchet(baseline, capture, reason, when)
     capture, other_scope, other_basis = _for_gpu(baseline, capture)
-    if not ratchet and baseline.gpu.scope is None:
+    if baseline.gpu.scope is None:
         # A baseline of unknown scope (recorded before scopes were kept) is re-recorded whole
         # by an update, launch counts and the captures' scope with them.
         other_scope = ""
-    if ratchet and (other_scope or other_basis):
-        # Values of another scope (other launches) or capture type (another metric set: its
-        # durations and DRAM bytes differ) are never the baseline's to tighten from.
-        result = check(
-            baseline,
-            capture,
-            CheckSettings(
-                report_new_kernels=True, other_scope=other_scope, other_basis=other_basis
-            ),
-        )
-        why = _other_captures(other_scope, other_basis)
-        return EditPlan((), None, (f"nothing ratcheted: {why}",), result, None)
     result, fresh, added, classes = _fresh(baseline, capture, other_scope, other_basis)
-    entries = {k.id: k for k in baseline.kernels}
     edits: list[KernelEdit] = []
     left: list[str] = []
     for verdict in result.verdicts:
@@ -691,24 +779,6 @@ def plan_update(
             left.append(f"{verdict.kernel}: not in the captures; kept as it was")
             continue
         regressed = verdict.state is KernelState.REGRESSED
-        if ratchet:
-            if regressed:
-                # Its improvements may be the other side of a trade-off: taking them alone
-                # would leave a baseline its own build fails.
-                left.append(f"{verdict.kernel}: regressed; the ratchet leaves it as it was")
-                continue
-            if verdict.matched_by == SPLIT:
-                # One work class's values are not the kernel's: nothing to tighten from.
-                left.append(
-                    f"{verdict.kernel}: its launches split into work classes the baseline "
-                    "does not have; the ratchet leaves it as it was"
-                )
-                continue
-            edit, kept = _ratchet_edit(baseline, verdict, entries[verdict.kernel], kernel)
-            left.extend(kept)
-            if edit is not None:
-                edits.append(edit)
-            continue
         if regressed and not take_regressions:
             left.append(
                 f"{verdict.kernel}: regressed; left as it was (give --reason to take it, or "
@@ -717,11 +787,9 @@ def plan_update(
             continue
         edits.append(_taken(verdict, Action.ACCEPT if regressed else Action.UPDATE, kernel))
         edits.extend(_added(classes.get(verdict.kernel, ())))
-    if add_new and not ratchet:
+    if add_new:
         edits.extend(_added(added))
-    fingerprint = (
-        None if ratchet else capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
-    )
+    fingerprint = capture_fingerprint(capture, baseline.kernels, capture.launches)[0]
     if fingerprint is not None and other_scope:
         # The launch counts were not taken: the baseline's stay, and with them its scope.
         fingerprint = replace(fingerprint, scope=baseline.gpu.scope)
@@ -731,10 +799,8 @@ def plan_update(
     fresh_program = record_program(capture) if not (other_scope or other_basis) else None
     judged = result.program
     program: ProgramBaseline | None = None
-    action = Action.RATCHET if ratchet else Action.UPDATE
-    if ratchet:
-        program = _ratcheted_program(baseline, fresh_program, result)
-    elif fresh_program is not None:
+    action = Action.UPDATE
+    if fresh_program is not None:
         if judged is not None and judged.state is KernelState.REGRESSED:
             if take_regressions:
                 program, action = fresh_program, Action.ACCEPT

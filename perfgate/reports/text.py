@@ -3,6 +3,8 @@ root cause and lever first and the evidence under it."""
 
 from __future__ import annotations
 
+import shlex
+
 from perfgate.judge.policy import passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
@@ -15,6 +17,28 @@ def _result_summary(result: CheckResult) -> str:
     counts = result.counts()
     parts = [f"{n} {state.value}" for state, n in counts.items() if n]
     return ", ".join(parts) or "nothing to compare"
+
+
+# Kernels the ratchet's line names; `baseline update --ratchet` itself lists every one.
+_RATCHET_NAMED = 3
+
+
+def _ratchet_line(result: CheckResult) -> str | None:
+    """The command that locks the improvements in, with what it would tighten: the ratchet's
+    own plan of these captures (CheckResult.ratchet); None where it would tighten nothing."""
+    takes = result.ratchet
+    if takes is None or takes.empty:
+        return None
+    what = [f"{', '.join(metrics)} of {kernel}" for kernel, metrics in takes.kernels]
+    if len(what) > _RATCHET_NAMED:
+        what[_RATCHET_NAMED:] = [counted(len(what) - _RATCHET_NAMED, "more kernel")]
+    if takes.program:
+        what.append("the program GPU time")
+    files = [arg for path in result.capture_paths for arg in ("-c", path)]
+    command = shlex.join(
+        ["perfgate", "baseline", "update", "--ratchet", "-b", result.baseline_path, *files]
+    )
+    return f"  lock the improvements in with {command}: it tightens {'; '.join(what)}"
 
 
 def render(report: Report, verbose: bool = False) -> str:
@@ -46,21 +70,16 @@ def render(report: Report, verbose: bool = False) -> str:
     # What was not judged, and the fix, once per reason: the status line already names each
     # reason with its count, and the change findings and regressions read first.
     lines.extend(not_judged_lines(report))
+    lines.extend(line for r in report.results if (line := _ratchet_line(r)) is not None)
     new = sum(1 for v in report.verdicts if v.state is KernelState.NEW)
-    improved = sum(1 for v in report.verdicts if v.state is KernelState.IMPROVED)
     tail = []
     notes = noted_count(report.verdicts)
     if notes and not verbose:
         tail.append(
-            f"{counted(notes, 'evidence metric')} beyond bound without a primary regression, noted"
+            f"{counted(notes, 'evidence metric')} beyond bound, noted (evidence alone is not gated)"
         )
     if new and not verbose:
         tail.append(f"{counted(new, 'new kernel')} not in the baseline")
-    if improved:
-        tail.append(
-            "lock the improvements in with perfgate baseline update --ratchet -b BASELINE -c "
-            "CAPTURE..."
-        )
     if tail:
         lines.append(f"  ({'; '.join(tail)}; -v lists every kernel)")
     return log_text(lines)

@@ -100,6 +100,20 @@ class ProgramVerdict:
 
 
 @dataclass(frozen=True)
+class RatchetTakes:
+    """What `perfgate baseline update --ratchet` would tighten with a check's captures: made
+    by the ratchet's own plan (perfgate.lifecycle.plan.plan_ratchet), so a report that
+    suggests it names what it would take, and never suggests it for nothing."""
+
+    kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (kernel id, metrics tightened)
+    program: bool = False  # the whole-program GPU time tightened (or recorded where none was)
+
+    @property
+    def empty(self) -> bool:
+        return not self.kernels and not self.program
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """One baseline (one GPU) checked against the captures."""
 
@@ -115,6 +129,16 @@ class CheckResult:
     # The missing and new kernels grouped by the change that explains them, largest first
     # (perfgate.causes.changes); their verdicts stay, rendered under the finding.
     changes: tuple[ChangeFinding, ...] = ()
+    # What the ratchet would tighten with these captures; None: not worked out (nothing
+    # improved, perfgate compare's baseline is no file).
+    ratchet: RatchetTakes | None = None
+
+    def improved(self) -> bool:
+        """Whether a kernel's comparison or the program time improved beyond its bound: all
+        that `baseline update --ratchet` ever takes (an evidence metric is noted instead)."""
+        if self.program is not None and self.program.state is KernelState.IMPROVED:
+            return True
+        return any(c.state is State.IMPROVED for v in self.verdicts for c in v.comparisons)
 
     def explained(self) -> frozenset[str]:
         """The ids of the missing and new kernels a change finding explains."""
