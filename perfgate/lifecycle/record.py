@@ -44,7 +44,13 @@ from perfgate.identity.grouping import (
 )
 from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.meta import GATE
-from perfgate.lifecycle.calibrate import MIN_RUNS, calibrate, floor_for
+from perfgate.lifecycle.calibrate import (
+    MIN_RUNS,
+    calibrate,
+    floor_for,
+    kernel_varies,
+    lookback_floor,
+)
 from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
@@ -95,23 +101,29 @@ def _metric_baseline(
     per_run: list[float],
     duration: float | None,
     gpu: str | None = None,
+    not_exact: bool = False,
 ) -> MetricBaseline:
     threshold = None
     note = None
     shares_metric = defn.stall is not None and defn.stall is not StallKind.CPI
     numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
     # Fewer runs say nothing about the spread: the catalog's defaults stand (and a note says
-    # so). An exact metric whose runs agree stays exact without a line in the file.
+    # so). An exact metric whose runs agree stays exact without a line in the file, unless the
+    # kernel is not exact (`not_exact`: calibrate.lookback_floor).
     if (
         numeric
         and len(per_run) >= MIN_RUNS
-        and (defn.noise is Noise.NOISY or len(set(per_run)) > 1)
+        and (
+            defn.noise is Noise.NOISY
+            or len(set(per_run)) > 1
+            or lookback_floor(defn.name, not_exact) is not None
+        )
     ):
         launch_range = 0.0
         if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
             value = float(m.value)
             launch_range = (m.high - m.low) / abs(value) if value else 0.0
-        calibration = calibrate(defn, per_run, duration, launch_range, gpu)
+        calibration = calibrate(defn, per_run, duration, launch_range, gpu, not_exact)
         threshold = ThresholdOverride(
             relative=round(calibration.relative, 4), absolute=calibration.absolute
         )
@@ -196,6 +208,8 @@ def record_kernel(
     seen = configurations(launches)
     if tuned:
         seen = with_durations(seen, launches, lambda run: _duration(run, capture))
+    # Instructions that differ between runs make the kernel's other counts not exact either.
+    not_exact = kernel_varies(_per_run(lookup("instructions_executed"), launches, capture.columns))
     metrics: list[MetricBaseline] = []
     for name in gated:
         defn = lookup(name)
@@ -207,7 +221,7 @@ def record_kernel(
             metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration, gpu))
             continue
         per_run = _per_run(defn, launches, capture.columns)
-        metrics.append(_metric_baseline(result, defn, per_run, duration, gpu))
+        metrics.append(_metric_baseline(result, defn, per_run, duration, gpu, not_exact))
     if not metrics:
         return None, skipped
     # Beside the gated values, what the differential diagnosis reads on both sides of a
