@@ -17,11 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from perfgate.ingest.names import short_name
+from perfgate.judge.comparison import Comparison
 
 MISSING = "missing"
 NEW = "new"
 RECOUNTED = "recounted"  # a kernel still there, launched more or less often
 RECONFIGURED = "reconfigured"  # a user kernel at a launch configuration never recorded, slower
+SCALED = "scaled"  # a kernel still there that regressed: its work counters, for the program rules
 SHOWN = 3  # kernels named per side of a finding, heaviest first
 
 
@@ -35,7 +37,11 @@ class ChangeKernel:
     side: str  # MISSING, NEW, RECOUNTED or RECONFIGURED
     time_ns: float  # GPU time a run: as recorded (missing), in the capture (new, reconfigured)
     launches: float  # a run
-    recorded_ns: float = 0.0  # a reconfigured kernel's GPU time a run as recorded
+    recorded_ns: float = 0.0  # a reconfigured or scaled kernel's GPU time a run as recorded
+    # SCALED: after / before of each work measure (WORK_MEASURES) known on both sides, and the
+    # mechanisms of its regression and trade-off causes.
+    work: tuple[tuple[str, float], ...] = ()
+    mechanisms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,11 @@ class ChangeFinding:
     # Kernels still there but launched more or less often along with the change (the eager
     # attention path's mask arithmetic): its consequences, by name.
     recounted: tuple[str, ...] = ()
+    # Kernels still there whose own findings follow from this change (a problem grown, the
+    # forward recomputed): their ids, not listed one by one again, and their names.
+    folded: tuple[str, ...] = ()
+    scaled: tuple[tuple[str, float], ...] = ()
+    scaled_kernels: int = 0
 
 
 # -- what a kernel name says -------------------------------------------------------------------
@@ -134,7 +145,9 @@ def label(name: str) -> str:
 
 Kernels = Sequence[ChangeKernel]
 Claim = tuple[str, str, str, Sequence[ChangeKernel]]  # kind, title, lever, the kernels claimed
-Rule = Callable[[Kernels, Kernels], Claim | None]
+# A rule reads the missing kernels, the new ones, and the kernels still there that regressed
+# (SCALED, for the rules of the whole program: a problem grown, a forward recomputed).
+Rule = Callable[[Kernels, Kernels, Kernels], Claim | None]
 
 
 def _time(kernels: Kernels) -> float:
@@ -165,7 +178,7 @@ _TF32_LEVER = {
 }
 
 
-def precision_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def precision_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """The same layers at another math mode: TF32 <-> FP32 FFMA, FP16/BF16 <-> FP32. A whole
     model at another data type (its operator kernels moved too) is the dtype rule's."""
     gone = [k for k in missing if math_mode(k.name)]
@@ -206,7 +219,7 @@ def _operator_dtype(missing: Kernels, new: Kernels) -> tuple[str, str] | None:
     return before, after
 
 
-def dtype_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def dtype_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """The whole model at another data type: its GEMMs or convolutions and its operator
     kernels (elementwise, norms, pooling) all moved from one type to another."""
     moved = _operator_dtype(missing, new)
@@ -222,6 +235,9 @@ def dtype_rule(missing: Kernels, new: Kernels) -> Claim | None:
         or element_type(k.name) in (before, after)
         or (k.family in ("ATen", "cuDNN") and k.side == NEW and "copy" in k.name.lower())
         or (k.family == "cuDNN")
+        # ATen's type-erased copies (cat) say only the element's size: 2 -> 4 bytes is
+        # FP16/BF16 -> FP32 (vit, hf-decoder fp32: CatArrayBatchedCopy<OpaqueType<2>> -> <4>).
+        or _opaque_bytes(k.name) in (_BYTES[before], _BYTES[after])
     ]
     tensor_before = any(uses_tensor_cores(k.name) for k in gone_math)
     tensor_after = any(uses_tensor_cores(k.name) for k in came_math)
@@ -241,9 +257,16 @@ def dtype_rule(missing: Kernels, new: Kernels) -> Claim | None:
 
 
 _TORCH_DTYPE = {"FP32": "float32", "BF16": "bfloat16", "FP16": "float16", "TF32": "float32"}
+_BYTES = {"FP32": 4, "BF16": 2, "FP16": 2, "TF32": 4}
+_OPAQUE = re.compile(r"OpaqueType<(\d+)>")
 
 
-def layout_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def _opaque_bytes(name: str) -> int | None:
+    m = _OPAQUE.search(name)
+    return int(m.group(1)) if m else None
+
+
+def layout_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """The memory format changed: the operator kernels (pooling, norms) run in another layout
     (NCHW <-> NHWC), or only the layout conversions around the library came or went."""
 
@@ -272,7 +295,7 @@ def layout_rule(missing: Kernels, new: Kernels) -> Claim | None:
     return "layout", title, lever, operators + conversions
 
 
-def attention_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def attention_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """Another attention implementation: an SDPA backend (flash, memory-efficient, cuDNN, math)
     or the model's eager attention (softmax and batched GEMMs with mask-building launches)."""
     gone = [k for k in missing if _ATTENTION.search(k.name)]
@@ -314,7 +337,7 @@ def _backend(kernels: Kernels) -> str:
     return "another attention kernel"
 
 
-def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def compile_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """Another torch.compile mode or graph: Inductor's kernels came or went, its GEMM
     templates (max-autotune) took the place of cuBLAS, CUDA graphs added their input copies."""
     inductor = [k for k in list(missing) + list(new) if _INDUCTOR.match(k.name)]
@@ -356,7 +379,7 @@ def compile_rule(missing: Kernels, new: Kernels) -> Claim | None:
     return "compile", title, lever, inductor + blas + copies
 
 
-def heuristic_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def heuristic_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """A library picked another kernel for the same work (another tile, another engine) at the
     same math mode: its heuristic, fed by shapes, alignment and workspace."""
     families = [
@@ -378,7 +401,7 @@ def heuristic_rule(missing: Kernels, new: Kernels) -> Claim | None:
     return "heuristic", title, lever, claimed
 
 
-def user_code_rule(missing: Kernels, new: Kernels) -> Claim | None:
+def user_code_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """A kernel of the program's own code gone and another of its own in its place."""
     gone = [k for k in missing if k.family is None]
     came = [k for k in new if k.family is None]
@@ -387,6 +410,233 @@ def user_code_rule(missing: Kernels, new: Kernels) -> Claim | None:
     title = "a user kernel's code changed: its kernels were replaced by others of the program"
     lever = "the kernels' source: the diff of the code that launches them"
     return "user-code", title, lever, gone + came
+
+
+# -- a library call's element type ---------------------------------------------------------------
+
+# Scalar types in template arguments: CUB, Thrust and ATen name the key or element type there.
+_TYPE = re.compile(
+    r"\b(?:unsigned (?:long long|long|int|short|char)|long long|long|int|short|signed char|char"
+    r"|bool|float|double|__half|__nv_bfloat16|c10::Half|c10::BFloat16|BFloat16|Half)\b"
+    r"|OpaqueType<\d+>|NullType"
+)
+_CUB_SORT = re.compile(r"DeviceRadixSort|DeviceSegmentedRadixSort")
+_ONESWEEP = re.compile(r"Onesweep|DeviceRadixSortDownsweep|SingleTile")
+
+
+def _types(name: str) -> list[str]:
+    return _TYPE.findall(name)
+
+
+def element_type_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
+    """The same library kernels at another key or element type: each kernel gone has one new
+    whose name differs only in its type arguments (CUB's radix sort on int -> long keys). The
+    caller chose the type: the tensor's dtype reaches the template."""
+
+    def bare(k: ChangeKernel) -> str:
+        return _TYPE.sub("T", k.name)
+
+    # A kernel may come back as several (CUB's onesweep at two sizes of work): by name, not 1:1.
+    gone_names = {k.name for k in missing}
+    came = [k for k in new if k.name not in gone_names and bare(k) in {bare(g) for g in missing}]
+    gone = [k for k in missing if bare(k) in {bare(n) for n in came}]
+    if not gone or not came:
+        return None
+    # The first type argument that differs is the key (or element) type: CUB's policy_hub<KeyT,
+    # ValueT, OffsetT> puts the key first.
+    g = gone[0]
+    n = next(k for k in came if bare(k) == bare(g))
+    before, after = next(
+        ((a, b) for a, b in zip(_types(g.name), _types(n.name), strict=False) if a != b),
+        ("?", "?"),
+    )
+    if any(_CUB_SORT.search(k.name) for k in gone):
+        what = "key type of a CUB radix sort"
+        passes = [k.launches for k in gone if _ONESWEEP.search(k.name)]
+        passes_now = [k.launches for k in came if _ONESWEEP.search(k.name)]
+        tail = (
+            f" (onesweep passes x{sum(passes):g} -> x{sum(passes_now):g})"
+            if passes and passes_now and sum(passes) != sum(passes_now)
+            else ""
+        )
+        lever = (
+            "the keys' dtype: int32 keys where their range fits (keys.to(torch.int32) before "
+            "torch.sort / torch.unique): a radix sort makes one pass per 8 bits of key, and a "
+            "64-bit key has twice the bytes to move"
+        )
+    else:
+        what = f"element type of {label(g.name)}"
+        tail = ""
+        lever = "the dtype of the tensors passed to the call (a wider type moves more bytes)"
+    title = f"{what}: {before} -> {after}{tail}"
+    return "element-type", title, lever, gone + came
+
+
+# -- the optimizer -------------------------------------------------------------------------------
+
+_MULTI_TENSOR = re.compile(r"multi_tensor_apply_kernel")
+_FUSED_OPTIMIZER = re.compile(r"Fused\w*(Adam|SGD|Adagrad|Optimizer)\w*")
+# What a for-loop optimizer runs per parameter: ATen's pointwise kernels of its update.
+_OPTIMIZER_STEP = re.compile(r"lerp|addcmul|addcdiv|sqrt_kernel|_foreach")
+
+
+def _optimizer(kernels: Kernels) -> str | None:
+    """fused (one FusedAdam-style multi-tensor kernel), foreach (multi-tensor kernels of
+    pointwise functors) or for-loop (the update's pointwise kernels one parameter at a time)."""
+    tensors = [
+        k for k in kernels if _MULTI_TENSOR.search(k.name) and not _GRAPH_COPY.search(k.name)
+    ]
+    if any(_FUSED_OPTIMIZER.search(k.name) for k in tensors):
+        return "fused"
+    if tensors:
+        return "foreach"
+    if sum(1 for k in kernels if k.family == "ATen" and _OPTIMIZER_STEP.search(k.name)) >= 2:
+        return "for-loop"
+    return None
+
+
+def optimizer_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
+    """Another optimizer implementation: torch.optim's fused=True runs one kernel for all the
+    parameters, foreach=True a few multi-tensor kernels, the for-loop a chain of pointwise
+    kernels per parameter (AdamW: lerp, mul, addcmul, sqrt, div, add)."""
+    before, after = _optimizer(missing), _optimizer(new)
+    if before is None or after is None or before == after:
+        return None
+    claimed = [
+        k
+        for k in list(missing) + list(new)
+        if (_MULTI_TENSOR.search(k.name) and not _GRAPH_COPY.search(k.name))
+        # The for-loop side: every ATen pointwise kernel that came or went with it.
+        or (k.family == "ATen" and "elementwise" in k.name and _optimizer([k]) is None)
+    ]
+    title = f"optimizer implementation: {before} -> {after}"
+    lever = (
+        "the optimizer's implementation: torch.optim.AdamW(..., fused=True) (or foreach=True), "
+        "one multi-tensor kernel for all parameters in place of a chain of pointwise kernels "
+        "per parameter"
+    )
+    return "optimizer", title, lever, claimed
+
+
+# -- the work of the kernels still there ---------------------------------------------------------
+
+# The work measures of a kernel that a larger problem scales: launches, and per launch the
+# instructions and the global sectors. DRAM and L2 bytes are left out: the cache's share of a
+# larger working set moves them by other factors.
+WORK_MEASURES = (
+    "launches",
+    "instructions_executed",
+    "global_load_sectors",
+    "global_store_sectors",
+)
+# Causes that say only "it does more": the finding of the whole program explains them.
+_WORK_ONLY = frozenset({"more-work", "launch-count"})
+
+
+def work_ratios(comparisons: Sequence[Comparison]) -> tuple[tuple[str, float], ...]:
+    """after / before of each work measure a kernel's comparisons hold on both sides."""
+    out = []
+    for c in comparisons:
+        b, a = c.baseline, c.current
+        known = isinstance(b, float | int) and isinstance(a, float | int)
+        if c.metric in WORK_MEASURES and known and float(b) > 0:  # type: ignore[arg-type]
+            out.append((c.metric, float(a) / float(b)))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+_MOVED = 1.15  # a work measure moved: beyond any ratio two starts of one build showed
+_SAME = 0.06  # within this of the common factor
+_FEW = 3  # kernels at one factor before it is the program's
+
+
+def _moved(k: ChangeKernel) -> list[float]:
+    return [r for _, r in k.work if r >= _MOVED or r <= 1 / _MOVED]
+
+
+def _grew(k: ChangeKernel) -> float | None:
+    """A regressed kernel whose only change is more of the same work: its largest work ratio;
+    None for a kernel with another mechanism, or whose work fell anywhere."""
+    moved = _moved(k)
+    if not moved or min(moved) < 1 or not set(k.mechanisms) <= _WORK_ONLY:
+        return None
+    return max(moved)
+
+
+def _common_factor(kernels: Kernels) -> tuple[float, list[ChangeKernel]] | None:
+    """The factor most of the kernels' work grew by (each kernel's largest work ratio within
+    _SAME of it), and those kernels; None under _FEW."""
+    grown = [(k, g) for k in kernels if (g := _grew(k)) is not None]
+    best: list[ChangeKernel] = []
+    for _, center in grown:
+        at = [k for k, g in grown if abs(g / center - 1) <= _SAME]
+        if len(at) > len(best):
+            best = at
+    if len(best) < _FEW or 2 * len(best) < len(grown):
+        return None
+    factors = sorted(g for k, g in grown if k in best)
+    return factors[len(factors) // 2], best
+
+
+def scaled_work_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
+    """The problem grew: the work of many kernels (launches, instructions, sectors) scaled by
+    one factor together. Per kernel it reads as a dozen "More work" and "Launched more often"
+    findings; it is one change at the caller's level (batch, sequence length, MoE top-k)."""
+    common = _common_factor(still)
+    if common is None:
+        return None
+    factor, at = common
+    # Kernels whose work grew by less with it (a compaction's launches 3 -> 5): the same cause.
+    less = [k for k in still if k not in at and (g := _grew(k)) is not None and g < factor]
+    title = (
+        f"More work: x{factor:.2f} across {len(at)} kernels: launches, instructions and sectors "
+        "scaled together" + (f" ({len(less)} more grew less)" if less else "")
+    )
+    lever = (
+        "the problem size grew (batch, sequence length, MoE top-k / tokens per expert): if "
+        "intended, re-record the baseline (perfgate baseline record, or baseline accept)"
+    )
+    return "scaled-work", title, lever, at + less
+
+
+_GEMM = re.compile(r"gemm|matmul|\bdot\b|_dot_|dot_general|nvjet_|xmma|cutlass|\bmm_", re.I)
+
+
+def _repeated_gemm(k: ChangeKernel) -> bool:
+    """A GEMM launched a whole number of times as often at the same work a launch."""
+    ratios = dict(k.work)
+    times = ratios.get("launches")
+    if times is None or times < 1.5 or abs(times - round(times)) > 0.05:
+        return False
+    per_launch = [r for m, r in k.work if m != "launches"]
+    return (
+        bool(_GEMM.search(k.name))
+        and set(k.mechanisms) <= _WORK_ONLY
+        and all(abs(r - 1) <= _SAME for r in per_launch)
+    )
+
+
+def recomputation_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
+    """The forward runs again in the backward (rematerialization, activation checkpointing):
+    some GEMMs launch twice at the same shape while elementwise fusions do more work, and the
+    compiler's graph changed (XLA renumbers its fusions). A larger problem scales every
+    kernel, the scaled-work rule's; here most kernels are unchanged."""
+    repeated = [k for k in still if _repeated_gemm(k)]
+    more = [k for k in still if k not in repeated and _grew(k) is not None]
+    if not repeated or not (more or new):
+        return None
+    # The program's own kernels gone and new: the compiler's fusions of the changed graph.
+    graph = [k for k in list(missing) + list(new) if k.family is None]
+    # The GEMMs launched again and the fusions doing more are listed under it ("in ...").
+    title = (
+        "recomputation: forward work runs again in the backward (rematerialization / "
+        "activation checkpointing)"
+    )
+    lever = (
+        "the remat/checkpoint policy: jax.checkpoint(f, policy=jax.checkpoint_policies."
+        "dots_saveable) or torch.utils.checkpoint only where activation memory needs it; "
+        "recomputing trades GPU time for memory: if intended, re-record the baseline"
+    )
+    return "recomputation", title, lever, repeated + more + graph
 
 
 # Earlier rules claim first: the attention backend before the math mode (its kernels say
@@ -402,6 +652,12 @@ RULES: tuple[tuple[Rule, bool], ...] = (
     (compile_rule, False),
     (precision_rule, False),
     (layout_rule, False),
+    (optimizer_rule, True),
+    (element_type_rule, True),
+    # The kernels still there (a problem grown, a forward recomputed) before the user-code
+    # rule, which would take the recomputed graph's renumbered fusions for a code change.
+    (scaled_work_rule, True),
+    (recomputation_rule, True),
     (heuristic_rule, True),
     (user_code_rule, True),
 )
@@ -426,14 +682,16 @@ def _claim(
     the kernels it took; None when the rule finds nothing."""
     missing = [k for k in left if k.side == MISSING]
     new = [k for k in left if k.side == NEW]
-    claim = rule(missing, new) if missing or new else None
+    regressed = [k for k in left if k.side == SCALED]
+    claim = rule(missing, new, regressed) if missing or new or regressed else None
     if claim is None:
         return None
     kind, title, lever, claimed = claim
     ids = {(k.id, k.side) for k in claimed}
     gone = [k for k in missing if (k.id, k.side) in ids]
     came = [k for k in new if (k.id, k.side) in ids]
-    if not gone and not came:
+    kept = [k for k in regressed if (k.id, k.side) in ids]
+    if not gone and not came and not kept:
         return None
     finding = ChangeFinding(
         kind=kind,
@@ -442,12 +700,15 @@ def _claim(
         by=_named(came),
         replaced_kernels=len(gone),
         by_kernels=len(came),
-        before_ns=_time(gone),
-        after_ns=_time(came),
+        before_ns=_time(gone) + sum(k.recorded_ns for k in kept),
+        after_ns=_time(came) + _time(kept),
         lever=lever,
-        members=tuple(k.id for k in gone) + tuple(k.id for k in came),
+        members=tuple(k.id for k in gone + came + kept),
+        folded=tuple(k.id for k in kept),
+        scaled=_named(kept),
+        scaled_kernels=len(kept),
     )
-    return finding, {(k.id, k.side) for k in gone + came}
+    return finding, {(k.id, k.side) for k in gone + came + kept}
 
 
 def find_changes(
@@ -455,11 +716,15 @@ def find_changes(
 ) -> tuple[ChangeFinding, ...]:
     """The change findings of one check, the largest (GPU time before and after) first.
     `unchanged`: some baselined kernel is still in the capture."""
-    left = [k for k in kernels if k.side in (MISSING, NEW)]
+    left = [k for k in kernels if k.side in (MISSING, NEW, SCALED)]
     found: list[ChangeFinding] = []
     for rule, needs_unchanged in RULES:
         if needs_unchanged and not unchanged:
             continue
+        if any(f.kind in _PATH_KINDS for f in found):
+            # A change of the whole path explains what its kernels do (fp32 moves twice the
+            # bytes): the kernels still there are not a grown problem's.
+            left = [k for k in left if k.side != SCALED]
         # A rule may find several changes of its kind (two libraries' other picks): each
         # claim takes kernels, so this ends.
         while (claimed := _claim(rule, left)) is not None:

@@ -71,6 +71,11 @@ LEVERS: Mapping[str, str] = {
         "same efficiency; look for a larger problem size, a recomputed value or a loop bound"
     ),
     "less-work": ACCEPT,
+    "wider-stores": (
+        "the output tensor's dtype: write the input's dtype (bf16/fp16) where the consumer "
+        "allows it (Triton: tl.store(out_ptr, y.to(out_ptr.dtype.element_ty)) with a bf16 "
+        "output; PyTorch: torch.empty_like(x) rather than dtype=torch.float32)"
+    ),
     "launch-count": (
         "find the redundant launch: the same kernel now runs more often per captured run "
         "(a duplicated call, a lost cache or fusion)"

@@ -175,6 +175,14 @@ RULES: tuple[Rule, ...] = (
         "the Grid Size and Block Size columns",
     ),
     Rule(
+        "wider-stores",
+        "output width",
+        rules.wider_stores,
+        (("global_store_sectors", "global_load_sectors", "sectors_per_request_st"),),
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_{st,ld}.sum and "
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    ),
+    Rule(
         "more-work",
         "more work",
         rules.more_work,

@@ -166,6 +166,8 @@ def vectorized_access(delta: KernelDelta) -> RootCause | None:
             ok = sectors < 1.2
         else:
             ok = instructions is not None and instructions < 0.9
+        if op == "st" and _stored_wider(delta) is not None:
+            continue  # wider elements, not wider vectors: wider_stores names it
         if ok:
             kind = CauseKind.IMPROVEMENT if faster(delta) else CauseKind.CHANGE
             return _cause(
@@ -752,8 +754,8 @@ def _work_cause(
 
 def more_work(delta: KernelDelta) -> RootCause | None:
     """More instructions or bytes at the same efficiency: the kernel does more, not worse."""
-    if single(delta) or not _efficiency_held(delta):
-        return None
+    if single(delta) or not _efficiency_held(delta) or _stored_wider(delta) is not None:
+        return None  # the same elements written in a wider type are not more of them
     return _work_cause(
         delta, True, "more-work", CauseKind.REGRESSION, "More work",
         " at the same access and warp efficiency", 60,
@@ -768,6 +770,55 @@ def less_work(delta: KernelDelta) -> RootCause | None:
         delta, False, "less-work", CauseKind.IMPROVEMENT, "Less work",
         "; the kernel got faster", 40,
     )  # fmt: skip
+
+
+def _stored_wider(delta: KernelDelta) -> float | None:
+    """The bytes stored over the bytes stored before, when the kernel writes the same number of
+    elements in a type twice or four times as wide: stores x2 or x4 (bf16/fp16 -> fp32 output,
+    fp32 -> fp64, int8 -> fp32) while its loads held and no more instructions ran. Bytes are
+    sectors times the bytes used per sector: a bf16 row of 1000 fills its last sector partly,
+    so the sectors alone rise by less than the type's width (x1.60 for x2.00 on a softmax)."""
+    stored = delta.ratio("global_store_sectors")
+    loaded = delta.ratio("global_load_sectors")
+    if single(delta) or stored is None or loaded is None or not 0.9 <= loaded <= 1.1:
+        return None
+    used = delta.ratio("global_store_efficiency")
+    grown = stored * (used if used is not None else 1.0)
+    if not within(delta.ratio("instructions_executed"), 0.0, 1.1):
+        return None  # more instructions: more elements, the more-work rule's
+    # The same store requests (sectors / sectors per request), each moving more sectors: wider
+    # elements. Fuller sectors alone (a top-k writing k=4 values where it wrote 2 into the same
+    # sectors) or more requests are more elements.
+    per_request = delta.ratio("sectors_per_request_st")
+    if stored < 1.3 or per_request is None or not 0.9 <= stored / per_request <= 1.1:
+        return None
+    return grown if any(0.9 * w <= grown <= 1.1 * w for w in (2.0, 4.0)) else None
+
+
+def wider_stores(delta: KernelDelta) -> RootCause | None:
+    """The output written in a wider type: store bytes x2 (or x4) with the loads unchanged. A
+    kernel that reads bf16 and writes fp32 moves the same elements, each twice the bytes; its
+    DRAM and L2 traffic grow with the stores alone."""
+    grown = _stored_wider(delta)
+    if grown is None:
+        return None
+    return _cause(
+        "wider-stores",
+        CauseKind.REGRESSION,
+        "Output written wider",
+        f"store bytes {times(grown)} with loads unchanged (e.g. bf16 -> fp32 output): the same "
+        "elements stored in a wider type",
+        delta,
+        (
+            "global_store_sectors",
+            "global_store_efficiency",
+            "sectors_per_request_st",
+            "global_load_sectors",
+            "dram_bytes",
+            "l2_sectors",
+        ),
+        85,
+    )
 
 
 def launch_count(delta: KernelDelta) -> RootCause | None:

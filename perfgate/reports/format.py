@@ -273,10 +273,13 @@ def change_lines(change: ChangeFinding, program: ProgramVerdict | None) -> list[
         _clip(f"  {'CHANGE':<11} {change.title}"),
         _clip(f"{pad}{change_cost(change, program)}"),
     ]
-    for lead, names, total in (
+    lists = [
         ("replaced", change.replaced, change.replaced_kernels),
         ("by", change.by, change.by_kernels),
-    ):
+    ]
+    if change.scaled_kernels:  # kernels still there that it explains: no "replaced nothing"
+        lists = [x for x in lists if x[2]] + [("in", change.scaled, change.scaled_kernels)]
+    for lead, names, total in lists:
         lines += textwrap.wrap(
             f"{lead} {kernels_text(names, total)}",
             WIDTH,

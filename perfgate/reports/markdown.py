@@ -109,6 +109,7 @@ def change_details(c: ChangeFinding, program: ProgramVerdict | None) -> str:
         f"{cell(change_cost(c, program))}\n\n"
         f"- replaced {cell(kernels_text(c.replaced, c.replaced_kernels))}\n"
         f"- by {cell(kernels_text(c.by, c.by_kernels))}\n"
+        + (f"- in {cell(kernels_text(c.scaled, c.scaled_kernels))}\n" if c.scaled_kernels else "")
         + (
             f"- launched more or less often with it: {cell(', '.join(c.recounted))}\n"
             if c.recounted

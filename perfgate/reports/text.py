@@ -59,11 +59,12 @@ def render(report: Report, verbose: bool = False) -> str:
         for change in result.changes:
             lines.extend(change_lines(change, result.program))
         explained = result.explained()
+        folded = {m for c in result.changes for m in c.folded}
         for v in result.ordered():
             if not verbose and passes_quietly(v.state):
                 continue  # new kernels are counted below; one that replaced a kernel is named
             recounted = v.headline is not None and v.headline.mechanism == "launch-count"
-            under = v.state is KernelState.MISSING or recounted
+            under = v.state is KernelState.MISSING or recounted or v.kernel in folded
             if not verbose and v.kernel in explained and under:
                 continue  # under its change finding; -v lists it too
             lines.extend(kernel_lines(v, verbose))

@@ -16,9 +16,11 @@ from perfgate.causes.changes import (
     NEW,
     RECONFIGURED,
     RECOUNTED,
+    SCALED,
     ChangeFinding,
     ChangeKernel,
     find_changes,
+    work_ratios,
 )
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause, Side
 from perfgate.identity.configs import (
@@ -1105,7 +1107,27 @@ def _changes(
         and v.matched_by == "reconfigured"
         and (time := _time_before_after(v)) is not None
     ]
+    # Kernels still there that regressed, with their work counters: a problem grown or a
+    # forward recomputed shows in many of them at once (perfgate.causes.changes).
+    kernels += [
+        ChangeKernel(
+            v.kernel,
+            v.name,
+            v.family,
+            SCALED,
+            time[1],
+            _launches(v),
+            recorded_ns=time[0],
+            work=work_ratios(v.comparisons),
+            mechanisms=tuple(c.mechanism for c in v.causes if c.kind in _WORSE),
+        )
+        for v in verdicts
+        if v.state is KernelState.REGRESSED and (time := _time_before_after(v)) is not None
+    ]
     return find_changes(kernels, unchanged)
+
+
+_WORSE = (CauseKind.REGRESSION, CauseKind.TRADE_OFF)
 
 
 def _time_before_after(v: KernelVerdict) -> tuple[float, float] | None:
