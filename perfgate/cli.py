@@ -893,6 +893,11 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
     help="Only kernels in this NVTX range (ncu --nvtx-include; repeatable).",
 )  # fmt: skip
 @click.option(
+    "--no-census", is_flag=True,
+    help="With a push/pop --nvtx-include range (NAME/), skip the census run that looks for "
+    "kernels launched outside it (the program once more under ncu, nothing replayed).",
+)  # fmt: skip
+@click.option(
     "--all-kernels", is_flag=True,
     help="Profile every kernel, not only the baselined ones (costs more; shows new kernels).",
 )  # fmt: skip
@@ -923,6 +928,7 @@ def capture_command(
     launch_skip: int | None,
     launch_count: int | None,
     nvtx_include: tuple[str, ...],
+    no_census: bool,
     all_kernels: bool,
     allow_program_failure: bool,
     keep_report: bool,
@@ -945,7 +951,7 @@ def capture_command(
         launch_skip=launch_skip, launch_count=launch_count, nvtx_include=nvtx_include,
         all_kernels=all_kernels, ncu=ncu, allow_program_failure=allow_program_failure,
         keep_report=keep_report, phase="full" if phases == "full" else "gate",
-        follow_baseline=phases == "auto",
+        follow_baseline=phases == "auto", census=not no_census,
     )  # fmt: skip
     if dry_run:
         from perfgate.gate import diagnosis_output

@@ -5,7 +5,11 @@
 FAKE_NCU_LOG names the log to replay into --log-file, FAKE_NCU_CSV the import output
 (FAKE_NCU_CSV_DIAGNOSIS that of a diagnosis capture, OUTPUT.diagnosis.csv),
 FAKE_NCU_RC the exit code, FAKE_NCU_STDOUT text printed on stdout before the log opens (an
-option error). The program is run for real, so its output and arguments can be checked.
+option error), FAKE_NCU_SIGNAL a signal ncu dies of after its log (11: the segmentation fault
+seen under JAX). A census run (perfgate.ncu.census: a kernel filter matching nothing) writes
+FAKE_NCU_CENSUS into its log (a real census text) and its argv to FAKE_NCU_CENSUS_ARGV, and
+is no profile run for FAKE_NCU_ARGV(_ALL). The program is run for real, so its output and
+arguments can be checked.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def main(argv: list[str]) -> int:
         csv = os.environ.get("FAKE_NCU_CSV_DIAGNOSIS") if diagnosis else None
         sys.stdout.write(Path(csv or os.environ["FAKE_NCU_CSV"]).read_text())
         return 0
+    if "regex:^perfgate-census-matches-nothing$" in argv:
+        return _census(argv)
     Path(os.environ.get("FAKE_NCU_ARGV", os.devnull)).write_text("\n".join(argv))
     if "FAKE_NCU_ARGV_ALL" in os.environ:  # every profile run's, one run a line
         with Path(os.environ["FAKE_NCU_ARGV_ALL"]).open("a") as fh:
@@ -60,7 +66,21 @@ def main(argv: list[str]) -> int:
     subprocess.run(program, check=False)
     Path(values["--log-file"]).write_text(Path(os.environ["FAKE_NCU_LOG"]).read_text())
     Path(values["--export"] + ".ncu-rep").write_bytes(b"NVIDIA-report")
+    if "FAKE_NCU_SIGNAL" in os.environ:  # as ncu died under JAX: the shell said 139
+        os.kill(os.getpid(), int(os.environ["FAKE_NCU_SIGNAL"]))
     return _exit_code("0")
+
+
+def _census(argv: list[str]) -> int:
+    """ncu's census: the program runs, nothing is profiled, the log lists its kernels."""
+    Path(os.environ.get("FAKE_NCU_CENSUS_ARGV", os.devnull)).write_text("\n".join(argv))
+    log = argv[argv.index("--log-file") + 1]
+    program = argv[argv.index("--log-file") + 2 :]
+    subprocess.run(program, check=False)
+    census = os.environ.get("FAKE_NCU_CENSUS")
+    text = Path(census).read_text() if census else "==WARNING== No kernels were profiled.\n"
+    Path(log).write_text(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from perfgate.ingest.scope import differ as scope_differs
 from perfgate.metrics.catalog import CATALOG_LIST, ncu_metrics
 from perfgate.metrics.passes import DIAGNOSIS, FULL, GATE, gate_part
 from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
+from perfgate.ncu.census import pushpop_ranges
 
 # The stall family a capture asks for when a baseline gates stall counters. Families 1 to 4 of
 # perfgate.metrics.stalls are one comparability group, so any of them checks a baseline recorded in
@@ -72,6 +73,9 @@ class CaptureOptions:
     # by hand, gets a full capture: a gate capture's durations would not be judged against
     # it), and with no launch filter given, the baselines' own scope is applied.
     follow_baseline: bool = False
+    # A push/pop --nvtx-include range (NAME/) is checked by a census run (perfgate.ncu.census):
+    # it covers one thread, and a training step's backward pass runs on another.
+    census: bool = True
 
 
 @dataclass(frozen=True)
@@ -309,6 +313,13 @@ def build_plan(
             cmd.append("--nvtx")  # ncu reads NVTX ranges only when told to
         cmd += extra
         notes.extend(said)
+    if options.census and options.phase != DIAGNOSIS and (ranges := pushpop_ranges(cmd)):
+        notes.append(
+            f"{', '.join(map(repr, ranges))} is a push/pop NVTX range, which covers only the "
+            "thread that opened it: a census run follows the capture (the program once more "
+            "under ncu, nothing replayed) to find kernels launched outside it; --no-census "
+            "skips it"
+        )
     cmd += ["--force-overwrite", "--export", report, "--log-file", log]
     program = _program(options.program)
     return CapturePlan(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from perfgate.common.escape import log_line
 from perfgate.common.fileio import move_into_place, remove_stale, write_text_atomic
 from perfgate.ingest import ncu_log
 from perfgate.ingest.scope import capture_scope
+from perfgate.metrics.passes import DIAGNOSIS
 from perfgate.ncu.command import (
     CACHE_CONTROL,
     CLOCK_CONTROL,
@@ -245,7 +247,7 @@ def _run(
         exit_code = (
             scan.app_exit_code if scan.app_exit_code is not None else (0 if rc == 0 else None)
         )
-        meta = {
+        meta: dict[str, object] = {
             "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
             "gpu": name, "cc": options.cc, "clock_control": CLOCK_CONTROL,
             "cache_control": CACHE_CONTROL, "phase": plan.phase,
@@ -263,16 +265,17 @@ def _run(
         failed_app = scan.app_exit_code is not None and scan.app_exit_code != 0
         others = [p for p in problems if not failed_app or "exited with code" not in p]
         rep = Path(f"{report}.ncu-rep")
+        segv = _segfault_hint(rc, scan.app_exit_code)
         if others or (rc != 0 and not failed_app):
             if not others:
                 others = [f"ncu exited with code {rc} and wrote no error line (see {out}.log)"]
-            raise CaptureError("; ".join(others) + f" (ncu's log: {out}.log)", out)
+            raise CaptureError("; ".join(others) + f" (ncu's log: {out}.log)" + segv, out)
         if failed_app and not options.allow_program_failure:
             raise CaptureError(
                 f"the profiled program exited with code {scan.app_exit_code}"
                 + _signal_note(scan.app_exit_code)
                 + f": no capture written, since its counters describe a failed run (ncu's log: "
-                f"{out}.log; --allow-program-failure writes it anyway)",
+                f"{out}.log; --allow-program-failure writes it anyway)" + segv,
                 out,
             )
         if not rep.exists():
@@ -284,6 +287,9 @@ def _run(
             write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
         if options.keep_report:  # a rename, as the report lies in work/ beside `out`
             move_into_place(rep, f"{out}.ncu-rep")
+        census_line, census_s = _census(options, plan, csv_text, work, stream, meta)
+        if census_s:  # the sidecar says what the census found
+            write_text_atomic(f"{out}.meta.json", json.dumps(meta, indent=1) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     columns = _columns(csv_text)
@@ -293,12 +299,15 @@ def _run(
         warnings.append(
             f"the profiled program exited with code {scan.app_exit_code}"
             f"{_signal_note(scan.app_exit_code)}: the capture describes a failed run"
+            + _segfault_hint(rc, scan.app_exit_code)
         )
+    if census_line:
+        warnings.append(census_line)
     warnings.extend(describe_absent(absent, _cc_of(csv_text) or options.cc))
     return CaptureResult(
         output=str(out), log=f"{out}.log", meta=f"{out}.meta.json",
         launches=len(scan.passes), passes=tuple(p for _, p in scan.passes),
-        wall_s=round(time.monotonic() - t0, 2), program_exit_code=exit_code,
+        wall_s=round(time.monotonic() - t0 - census_s, 2), program_exit_code=exit_code,
         gated=plan.gated, absent=absent, warnings=tuple(warnings), notes=plan.notes,
         phase=plan.phase, kernels=len({n for n, _ in scan.passes}),
     )  # fmt: skip
@@ -310,6 +319,81 @@ def _per_kernel(passes: list[tuple[str, int]]) -> dict[str, int]:
     for name, count in passes:
         out[name] = max(count, out.get(name, 0))
     return out
+
+
+def _census(
+    options: CaptureOptions,
+    plan: CapturePlan,
+    csv_text: str,
+    work: Path,
+    stream: IO[str],
+    meta: dict[str, object],
+) -> tuple[str | None, float]:
+    """The census run after a capture in a push/pop NVTX range (perfgate.ncu.census): the
+    warning it gives, if any, and the seconds it took (0: no census). It never fails the
+    capture: a census that lists nothing is said in a note."""
+    from perfgate.ncu.census import compare, pushpop_ranges, run_census, warning
+
+    ranges = pushpop_ranges(plan.profile)
+    if not options.census or plan.phase == DIAGNOSIS or not ranges:
+        return None, 0.0
+    stream.write(
+        log_line(
+            f"perfgate: note: census run for the push/pop range(s) {', '.join(map(repr, ranges))}"
+            " (the program once more under ncu, nothing profiled; --no-census skips it)"
+        )
+        + "\n"
+    )
+    t0 = time.monotonic()
+    available, why = run_census(options.ncu, plan.program, work / "census.log", stream)
+    seconds = max(time.monotonic() - t0, 1e-6)
+    if available is None:
+        stream.write(log_line(f"perfgate: note: the census gave no list: {why}") + "\n")
+        meta["census"] = {"error": why, "wall_s": round(seconds, 2)}
+        return None, seconds
+    census = compare(available, _kernel_names(csv_text))
+    meta["census"] = {**census.as_meta(), "wall_s": round(seconds, 2)}
+    counted = options.launch_skip is not None or options.launch_count is not None
+    return warning(census, ranges, plan.kernel_filter is not None, counted), seconds
+
+
+def _kernel_names(csv_text: str) -> list[str]:
+    """The "Kernel Name" of every launch of a capture."""
+    import csv
+
+    rows = csv.reader(line for line in csv_text.splitlines() if line.startswith('"'))
+    header = next(rows, None)
+    if not header or "Kernel Name" not in header:
+        return []
+    col = header.index("Kernel Name")
+    return [row[col] for row in rows if len(row) == len(header)]
+
+
+# SIGSEGV, as ncu reports the program's code (11) or a shell the code of a killed process (139);
+# Python's returncode for ncu itself killed by the signal is -11.
+_SEGV_CODES = frozenset({11, 139, -11})
+
+
+def _segfault_hint(rc: int | None, app_code: int | None) -> str:
+    """What to try when the program died of SIGSEGV under ncu. Seen with JAX 0.11 on an H100:
+    XLA's GEMM autotuner crashed under ncu (ncu exit 139); with it off, 2 of 12 captures still
+    crashed once and passed when re-run (tests/data/field/families/*/jax-*-crashed-139.*).
+    Whether the program uses JAX cannot be told from outside, so the hint says "if"."""
+    if rc not in _SEGV_CODES and app_code not in _SEGV_CODES:
+        return ""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "--xla_gpu_autotune_level=0" in flags:
+        return (
+            ". A segmentation fault under ncu: XLA_FLAGS already turns XLA's autotuner off, "
+            "and JAX was still seen to crash now and then under ncu (2 of 12 captures): re-run"
+        )
+    return (
+        ". A segmentation fault under ncu: if the program uses JAX/XLA, XLA's GEMM autotuner "
+        "crashes under ncu (seen with JAX 0.11): set XLA_FLAGS=--xla_gpu_autotune_level=0 "
+        "(with XLA_PYTHON_CLIENT_PREALLOCATE=false) and re-run; it was seen to crash now and "
+        "then even so (2 of 12 captures), so re-run once before looking further "
+        '(docs/capture.md, "Training steps, other threads, JAX")'
+    )
 
 
 def _signal_note(code: int | None) -> str:
