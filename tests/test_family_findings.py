@@ -87,16 +87,19 @@ def test_adamw_for_loop_is_the_optimizer_implementation() -> None:
 def test_a_triton_softmax_writing_fp32_is_an_output_written_wider() -> None:
     got = _check("triton-sizes", "triton-sizes-fp32-out")
     regressed = [v for v in got.verdicts if v.state is KernelState.REGRESSED]
-    assert [v.name for v in regressed] == ["softmax_kernel"]
-    head = regressed[0].headline
-    assert head is not None and head.mechanism == "wider-stores", regressed[0].causes
-    assert "store bytes x2.00 with loads unchanged" in head.detail
-    assert "dtype" in head.lever and "bf16" in head.lever
-    # Not told twice as "More work" or "Wider vector stores" beside it.
-    mechanisms = [c.mechanism for c in regressed[0].causes]
-    assert "more-work" not in mechanisms and "vectorized-access" not in mechanisms
+    # One softmax kernel, or one per row size (N=1000, N=3000) once identity tells them apart:
+    # each writes fp32, whatever configuration the autotuner chose for it.
+    assert regressed and {v.name for v in regressed} == {"softmax_kernel"}
+    for v in regressed:
+        head = v.headline
+        assert head is not None and head.mechanism == "wider-stores", v.causes
+        assert "store bytes x2.00 with loads unchanged" in head.detail
+        assert "dtype" in head.lever and "bf16" in head.lever
+        # Not told again as "More work" or "Wider vector stores" beside it.
+        mechanisms = [c.mechanism for c in v.causes]
+        assert "more-work" not in mechanisms and "vectorized-access" not in mechanisms
     findings = _findings(got)
-    assert len(findings) == 1 and "Output written wider" in findings[0], findings
+    assert findings and all("Output written wider" in f for f in findings), findings
 
 
 def test_jax_remat_is_recomputation() -> None:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from perfgate.identity.families import FAMILIES
 from perfgate.ingest.names import short_name
 from perfgate.judge.comparison import Comparison
 
@@ -598,6 +599,7 @@ def scaled_work_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Cla
     return "scaled-work", title, lever, at + less
 
 
+_LIBRARIES = frozenset(f.name for f in FAMILIES if f.library)
 _GEMM = re.compile(r"gemm|matmul|\bdot\b|_dot_|dot_general|nvjet_|xmma|cutlass|\bmm_", re.I)
 
 
@@ -624,8 +626,9 @@ def recomputation_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> C
     more = [k for k in still if k not in repeated and _grew(k) is not None]
     if not repeated or not (more or new):
         return None
-    # The program's own kernels gone and new: the compiler's fusions of the changed graph.
-    graph = [k for k in list(missing) + list(new) if k.family is None]
+    # The program's own kernels gone and new, the compiler's fusions of the changed graph
+    # among them (a generated family such as XLA's or Inductor's is no library).
+    graph = [k for k in list(missing) + list(new) if k.family is None or k.family not in _LIBRARIES]
     # The GEMMs launched again and the fusions doing more are listed under it ("in ...").
     title = (
         "recomputation: forward work runs again in the backward (rematerialization / "
