@@ -149,14 +149,21 @@ class KernelBaseline:
 
     @property
     def tuned(self) -> bool:
-        """Autotuned: its configuration differed between the recorded runs."""
-        return len(self.configurations) > 1
+        """Autotuned: its configuration differed between the recorded runs; or one problem
+        size of an autotuned kernel that got one choice in every run: it records its one
+        configuration and matches by name and size alone (no grid or block, a `work` class),
+        where a pinned Triton/Inductor entry keeps its grid and block
+        (perfgate.identity.configs)."""
+        if len(self.configurations) != 1:
+            return len(self.configurations) > 1
+        m = self.match
+        return m.name is not None and m.grid is None and m.block is None and m.work is not None
 
     @property
     def pinned(self) -> LaunchConfig | None:
         """The one configuration a Triton/Inductor kernel ran at in every recorded run: fully
         gated while it runs there; another grid or block is a reconfiguration."""
-        return self.configurations[0] if len(self.configurations) == 1 else None
+        return self.configurations[0] if len(self.configurations) == 1 and not self.tuned else None
 
     def value(self, metric: str) -> float | str | None:
         for m in self.metrics:

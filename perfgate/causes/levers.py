@@ -115,6 +115,11 @@ _LIBRARY: Mapping[str, str] = {
         "NCCL picks algorithm and protocol by message size and topology: check message sizes "
         "(bucket sizes), NCCL_ALGO / NCCL_PROTO, and the NCCL version"
     ),
+    "CUB": (
+        "CUB picks its kernels by key and value types and the item count (its policy hub): "
+        "check the dtypes reaching the sort, select or scan (int32 keys, no values where none "
+        "are needed), the number of items, and the CUB/CCCL version"
+    ),
 }
 
 # The part of a mechanism a library's caller can still act on.

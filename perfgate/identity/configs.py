@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from perfgate.baseline.model import LaunchConfig
+from perfgate.baseline.model import KernelBaseline, LaunchConfig
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelGroup, KernelKey
+from perfgate.identity.grouping import KernelGroup, KernelKey, split_work
 from perfgate.ingest.launches import Launch
 
 # What an autotuned entry gates: time, launches and the DRAM bytes, which follow from the
@@ -36,6 +36,24 @@ from perfgate.ingest.launches import Launch
 CONFIG_INDEPENDENT = ("duration", "total_time", "launches", "dram_bytes")
 
 _REGISTERS = "launch__registers_per_thread"
+
+# What tells the problem sizes of an autotuned kernel apart: the memory traffic it asks for, in
+# 32-byte sectors, which its configuration does not change. Instruction counts follow the
+# configuration (Triton's softmax_kernel at N=1000: 15.3M instructions at 4 warps, 32.2M at 16;
+# tests/data/field/families/fam-a/triton-sizes), and so do global LOAD sectors where a tile is
+# reused from L1 (perfgate_autotuned_mm: 12.6M sectors at grid 512, 6.3M at grid 128,
+# triton-autotune h100-a). What stays is what is written (global store sectors: the output)
+# and what is read from DRAM (the input: ncu flushes the caches before each kernel), the same
+# at every configuration within 0.4% in both captures; DRAM writes stay in L2 in part, by
+# configuration, and are left out.
+TRAFFIC = ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "dram__bytes_read.sum")
+SECTOR = 32  # bytes
+# The traffic recorded in an autotuned size's `info` (sectors a launch), the measure a check
+# pairs the sizes it finds with.
+TRAFFIC_INFO = "traffic_sectors"
+# Below this many sectors apart (64 KiB), two launches are one size whatever the ratio: a tiny
+# kernel's few sectors vary by more than the gap.
+TRAFFIC_FLOOR = 2048.0
 _SHARED = ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic")
 
 
@@ -95,11 +113,71 @@ def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | N
     return None
 
 
+def traffic(launch: Launch) -> float | None:
+    """The sectors a launch stores plus the sectors it reads from DRAM (TRAFFIC); None where
+    the capture lacks either."""
+    stored, read = (launch.metrics.get(m) for m in TRAFFIC)
+    if not isinstance(stored, int | float) or not isinstance(read, int | float):
+        return None
+    return float(stored) + float(read) / SECTOR
+
+
+def median_traffic(launches: Sequence[Launch]) -> float | None:
+    values = sorted(v for la in launches if (v := traffic(la)) is not None)
+    return values[len(values) // 2] if values else None
+
+
+def problem_sizes(launches: Sequence[Launch]) -> list[list[Launch]]:
+    """An autotuned kernel's launches by problem size: split where their traffic jumps by more
+    than WORK_GAP (and TRAFFIC_FLOOR), whatever configuration each ran at; smallest first."""
+    return split_work(launches, traffic, TRAFFIC_FLOOR)
+
+
+def sized_groups(key: KernelKey, launches: Sequence[Launch]) -> list[KernelGroup]:
+    """One group per problem size of an autotuned kernel, keyed by its name alone (grid and
+    block None) and, where it ran at several sizes, the size's class (work 1 the smallest)."""
+    sizes = problem_sizes(sorted(launches, key=lambda la: la.index))
+    return [
+        KernelGroup(
+            KernelKey(key.name, None, None, key.nvtx, index if len(sizes) > 1 else None),
+            tuple(sorted(size, key=lambda la: la.index)),
+        )
+        for index, size in enumerate(sizes, start=1)
+    ]
+
+
+def with_traffic(kernel: KernelBaseline, launches: Sequence[Launch]) -> KernelBaseline:
+    """An autotuned size's entry with its traffic in `info` (TRAFFIC_INFO), which a check pairs
+    the sizes it finds with; any other entry as it is."""
+    value = median_traffic(launches)
+    if not kernel.tuned or kernel.match.work is None or value is None:
+        return kernel
+    return replace(kernel, info={**kernel.info, TRAFFIC_INFO: round(value, 1)})
+
+
+def recorded_traffic(kernel: KernelBaseline) -> float | None:
+    value = kernel.info.get(TRAFFIC_INFO)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+# Why a problem size at one configuration in every run is autotuned all the same.
+_SIZE_WHY = (
+    "one configuration in every recorded run at this problem size, but the kernel's "
+    "configuration differs between the runs at another size: its autotuner chooses afresh in "
+    "each process"
+)
+
+
 def merge_tuned(
     groups: Sequence[KernelGroup], runs: int
 ) -> tuple[list[KernelGroup], dict[KernelKey, str]]:
-    """The groups with each autotuned kernel's groups made one, keyed by its name alone
-    (grid and block None), in order of first launch; and why each merged key is autotuned."""
+    """The groups with each autotuned kernel's groups made one per problem size (sized_groups:
+    Triton's softmax_kernel at N=1000 and N=3000 is two kernels, each with its own choices),
+    keyed by its name alone (grid and block None), in order of first launch; and why each
+    merged key is autotuned. Whether a kernel is autotuned is decided over all its sizes: an
+    autotuner is a property of the function, so a size that happened to get one choice in
+    every recorded run is autotuned too (softmax_kernel at N=3000: 8 warps in each fam-a run,
+    4 warps on fam-b)."""
     by_name: dict[tuple[str, str | None], list[KernelGroup]] = {}
     for group in groups:
         by_name.setdefault((group.key.name, group.key.nvtx), []).append(group)
@@ -110,10 +188,10 @@ def merge_tuned(
         if why is None:
             out.extend(members)
             continue
-        key = KernelKey(name, None, None, nvtx)
-        launches = sorted((la for g in members for la in g.launches), key=lambda la: la.index)
-        out.append(KernelGroup(key, tuple(launches)))
-        reasons[key] = why
+        launches = [la for g in members for la in g.launches]
+        for sized in sized_groups(KernelKey(name, None, None, nvtx), launches):
+            out.append(sized)
+            reasons[sized.key] = why if len(configurations(sized.launches)) > 1 else _SIZE_WHY
     out.sort(key=lambda g: min(la.index for la in g.launches))
     return out, reasons
 

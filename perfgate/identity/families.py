@@ -36,9 +36,24 @@ FAMILIES: tuple[Family, ...] = (
        "attention"),
     _f("cuBLAS", r"^nvjet_|\bsm\d+_xmma_gemm|^(ampere|sm\d+|volta|turing)_.*gemm|cublas"
        r"|\bgemmSN_\w+_kernel<|\bgemv2?[NT]_kernel", True, "GEMM"),
+    # CUTLASS's grouped GEMM (MoE experts in one launch: `GemmGrouped`, 3.x's
+    # `GroupProblemShape` and pointer-array kernels): CUTLASS, named by its task.
+    _f("CUTLASS", r"\bcutlass\w*::.*(?:Grouped|GroupProblemShape|PtrArray)", True,
+       "CUTLASS grouped GEMM"),
     _f("CUTLASS", r"\bcutlass\b|cutlass::", True, "CUTLASS GEMM/conv"),
     _f("NCCL", r"^ncclDevKernel|^ncclKernel|\bnccl", True, "collective"),
     _f("Inductor", r"^triton_(poi|red|per|tem|for|mm|bmm)_", False, "generated Triton"),
+    # XLA's generated kernels are bare identifiers: fusions by kind and ops
+    # (`loop_add_fusion_5`, `input_reduce_fusion_2`, `gemm_fusion_dot_general_12`: Triton GEMM
+    # fusions) and ops wrapped for an emitter (`wrapped_transpose`); perfgate.ingest.names.
+    _f("XLA", r"^(?:(?:[a-z]\w*_)?fusion(?:_\w+)?|wrapped_[a-z]\w*)$", False, "generated fusion"),
+    # CUB (and Thrust, which runs on it) by its dispatch kernels, `Device<algorithm>...Kernel`,
+    # named as the function however ncu spelled the namespace (`radix_sort::`,
+    # `cub::CUB_200200_900_NS::`), and Thrust's own agents. Before ATen: PyTorch's nonzero runs
+    # DeviceSelectSweepKernel with an `at::<unnamed>::NonZeroOp` template argument.
+    _f("CUB", r"^(?:void )?(?:[\w:]*::)?Device(?:Segmented)?(?:RadixSort|Select|Reduce|Scan"
+       r"|Compact|Histogram|Partition|Merge|AdjacentDifference|RunLengthEncode|Unique|For"
+       r"|Transform)\w*Kernel\b|^(?:void )?(?:cub|thrust)::", True, "CUB algorithm"),
     # ATen: `at::` and `native::` (ncu prints at::native's kernels either way), its anonymous
     # namespaces (`at::<unnamed>::`, the persistent softmax's `<unnamed>::softmax_warp_*`, the
     # index kernels of arange) and the histogram of `cuda::`.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from perfgate.common.errors import UsageError
@@ -88,19 +88,33 @@ class KernelGroup:
         return sorted(values)[len(values) // 2] if values else None
 
 
-def _work_classes(launches: list[Launch]) -> list[list[Launch]]:
-    """Launches split where their instruction counts jump by more than WORK_GAP."""
-    counted = [(la.metrics.get(WORK_METRIC), la) for la in launches]
-    if any(not isinstance(v, float) or v <= 0 for v, _ in counted):
-        return [launches]
-    ordered = sorted(counted, key=lambda pair: pair[0])  # type: ignore[arg-type,return-value]
+def _instructions(launch: Launch) -> float | None:
+    value = launch.metrics.get(WORK_METRIC)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def split_work(
+    launches: Sequence[Launch],
+    work: Callable[[Launch], float | None] = _instructions,
+    floor: float = 0.0,
+) -> list[list[Launch]]:
+    """Launches split where their work jumps by more than WORK_GAP (and by more than `floor`,
+    so that counts of a few units never split); one class where any launch's work is unknown.
+    `work`: instructions by default; an autotuned kernel's problem sizes are told by the
+    memory traffic it asks for (perfgate.identity.configs.traffic), which its configuration
+    does not change."""
+    counted = [(work(la), la) for la in launches]
+    if not counted or any(v is None or v <= 0 for v, _ in counted):
+        return [list(launches)]
+    ordered = sorted(counted, key=lambda pair: pair[0] or 0.0)
     classes: list[list[Launch]] = [[ordered[0][1]]]
-    previous = ordered[0][0]
+    previous = ordered[0][0] or 0.0
     for value, launch in ordered[1:]:
-        if value / previous > WORK_GAP:  # type: ignore[operator]
+        current = value or 0.0
+        if current / previous > WORK_GAP and current - previous > floor:
             classes.append([])
         classes[-1].append(launch)
-        previous = value
+        previous = current
     return classes
 
 
@@ -112,7 +126,7 @@ def group_launches(launches: Sequence[Launch], by_nvtx: bool = False) -> list[Ke
         buckets.setdefault((launch.name, launch.grid, launch.block, nvtx), []).append(launch)
     groups: list[KernelGroup] = []
     for (name, grid, block, nvtx), members in buckets.items():
-        classes = _work_classes(members)
+        classes = split_work(members)
         for index, cls in enumerate(classes, start=1):
             work = index if len(classes) > 1 else None
             order = sorted(cls, key=lambda la: la.index)

@@ -13,14 +13,28 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.baseline.model import Baseline, KernelBaseline
-from perfgate.identity.configs import configurations, describe_change, describe_reconfig
+from perfgate.identity.configs import (
+    configurations,
+    describe_change,
+    describe_reconfig,
+    median_traffic,
+    recorded_traffic,
+    sized_groups,
+)
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelGroup, log_distance, pair_work_classes
+from perfgate.identity.grouping import (
+    WORK_GAP,
+    KernelGroup,
+    KernelKey,
+    log_distance,
+    pair_work_classes,
+)
 from perfgate.ingest.launches import Launch
 from perfgate.ingest.names import normalise
 
@@ -115,6 +129,70 @@ def _work_pairs(
     return out
 
 
+def _sized(entry: KernelBaseline) -> bool:
+    """One problem size of an autotuned kernel (perfgate.identity.configs.sized_groups)."""
+    return entry.tuned and entry.match.work is not None and not entry.match.explicit
+
+
+def _by_size(baseline: Baseline, groups: Sequence[KernelGroup]) -> list[KernelGroup]:
+    """The groups with the launches of each kernel the baseline recorded by problem size (an
+    autotuned kernel at several sizes) split by size as recording split them, whatever grid
+    and block each launch ran at, in order of first launch."""
+    nvtx = baseline.by_nvtx
+    names = {(e.match.name, e.match.nvtx if nvtx else None) for e in baseline.kernels if _sized(e)}
+    if not names:
+        return list(groups)
+    pooled: dict[tuple[str | None, str | None], list[Launch]] = {}
+    out: list[KernelGroup] = []
+    for group in groups:
+        identity = (group.key.name, group.key.nvtx if nvtx else None)
+        if identity in names:
+            pooled.setdefault(identity, []).extend(group.launches)
+        else:
+            out.append(group)
+    for (name, range_), launches in pooled.items():
+        out.extend(sized_groups(KernelKey(name or "", None, None, range_), launches))
+    return sorted(out, key=lambda g: min(la.index for la in g.launches))
+
+
+def _size_pairs(
+    entries: Sequence[KernelBaseline],
+    groups: Sequence[KernelGroup],
+    by_name: dict[str, list[int]],
+    by_nvtx: bool,
+) -> dict[str, int | None]:
+    """Entry id -> group index (None: no size is this one) for every problem size of an
+    autotuned kernel: paired with the sizes of the capture by their traffic
+    (perfgate.identity.configs.traffic), as work classes are by their instructions, so each
+    size's choices are judged against that size's best configuration."""
+    sizes: dict[tuple[object, ...], list[KernelBaseline]] = {}
+    for entry in entries:
+        if _sized(entry):
+            sizes.setdefault(_identity(entry, by_nvtx), []).append(entry)
+    out: dict[str, int | None] = {}
+    for members in sizes.values():
+        first = members[0]
+        present = [
+            i
+            for i in by_name.get(first.match.name or "", ())
+            if not (by_nvtx and groups[i].key.nvtx != first.match.nvtx)
+        ]
+        pairs = pair_work_classes(
+            [recorded_traffic(e) for e in members],
+            [median_traffic(groups[i].launches) for i in present],
+        )
+        if pairs is None:
+            numbered = {groups[i].key.work or 1: i for i in reversed(present)}
+            pairs = {
+                r: present.index(numbered[e.match.work or 0])
+                for r, e in enumerate(members)
+                if (e.match.work or 0) in numbered
+            }
+        for r, entry in enumerate(members):
+            out[entry.id] = present[pairs[r]] if r in pairs else None
+    return out
+
+
 def _other_class(entry: KernelBaseline, group: KernelGroup, by_nvtx: bool) -> bool:
     """A group of a work-class entry's own name and shape that the pairing by work did not
     give it: another class of the kernel (new), never the entry "renamed" or "reshaped"."""
@@ -194,9 +272,17 @@ def _by_name(
     for i, group in enumerate(groups):
         by_name.setdefault(group.key.name, []).append(i)
     paired = _work_pairs(entries, groups, by_name, by_nvtx)
+    sized = _size_pairs(entries, groups, by_name, by_nvtx)
     # Held for their entries: no entry of another identity takes a class paired by work.
-    claimed.update(i for i in paired.values() if i is not None)
+    claimed.update(i for i in (*paired.values(), *sized.values()) if i is not None)
     for entry in entries:
+        if entry.id in sized:
+            size = sized[entry.id]
+            if size is None:
+                left.append(entry)
+            else:
+                taken[entry.id] = _tuned(entry, [groups[size]])
+            continue
         if entry.id in paired:
             index = paired[entry.id]
             if index is None:
@@ -347,17 +433,66 @@ def _renamed(
     claimed: frozenset[int],
     by_nvtx: bool,
 ) -> _Pass:
-    """Pass 2, renamed: the normalised name at the same shape, one entry to one group only
-    (a renumbered lambda or Inductor kernel)."""
-    return _one_to_one(
-        entries,
-        groups,
-        claimed,
-        lambda entry, group: (
-            _same_shape(entry, group, by_nvtx) and not _other_class(entry, group, by_nvtx)
-        ),
-        lambda entry, _: f"renamed: was {entry.match.name}",
+    """Pass 2, renamed: the normalised name at the same shape, one entry to one group (a
+    renumbered lambda, Inductor or XLA kernel); where several entries or groups of one
+    normalised name and shape are left, each pair whose work tells them apart
+    (_renamed_by_work)."""
+
+    def fits(entry: KernelBaseline, group: KernelGroup) -> bool:
+        return _same_shape(entry, group, by_nvtx) and not _other_class(entry, group, by_nvtx)
+
+    single = _one_to_one(
+        entries, groups, claimed, fits, lambda entry, _: f"renamed: was {entry.match.name}"
     )
+    return _renamed_by_work(single, groups, fits)
+
+
+def _renamed_by_work(
+    before: _Pass,
+    groups: Sequence[KernelGroup],
+    fits: Callable[[KernelBaseline, KernelGroup], bool],
+) -> _Pass:
+    """The entries a one-to-one renaming left, paired with the unclaimed groups of their
+    normalised name and shape by their work (instructions), as work classes are: XLA numbers
+    its fusions per module, so remat renumbered jax-train's gemm_fusion_dot_general_8 and _12
+    to _10, _14 and _18 (fam-b/jax-remat), three groups for two entries of one normalised
+    name, and no one-to-one rule can say which is which; their instruction counts can
+    (15,466,496 and 15,450,112, each found again exactly). A pair is taken only where the
+    group's work is within WORK_GAP of the entry's and no other group is as near (a tie is
+    never guessed); an autotuned entry, whose instructions follow its configuration, is left."""
+    taken = dict(before.taken)
+    now = set(before.claimed)
+    buckets: dict[tuple[object, ...], list[KernelBaseline]] = {}
+    for entry in before.left:
+        if recorded_work(entry) is not None and not entry.tuned and not entry.match.explicit:
+            m = entry.match
+            buckets.setdefault((normalise(m.name or ""), m.grid, m.block, m.nvtx), []).append(entry)
+    if not buckets:
+        return before
+    by_norm = _index(groups, lambda g: g.key.normalised)
+    for members in buckets.values():
+        norm = normalise(members[0].match.name or "")
+        present = [
+            i
+            for i in by_norm.get(norm, ())
+            if i not in now and all(fits(e, groups[i]) for e in members[:1])
+        ]
+        recorded = [recorded_work(e) for e in members]
+        current = [groups[i].instructions for i in present]
+        pairs = pair_work_classes(recorded, current) if present else None
+        for r, c in (pairs or {}).items():
+            work, found = recorded[r] or 0.0, current[c] or 0.0
+            near = log_distance(found, work)
+            # A tie on either side (two groups as near the entry, two entries as near the
+            # group) is two kernels the work cannot tell apart: nothing is guessed.
+            groups_tied = sum(log_distance(w or 0.0, work) == near for w in current) > 1
+            entries_tied = sum(log_distance(found, w or 0.0) == near for w in recorded) > 1
+            if near > math.log(WORK_GAP) or groups_tied or entries_tied:
+                continue
+            now.add(present[c])
+            taken[members[r].id] = ([groups[present[c]]], f"renamed: was {members[r].match.name}")
+    left = [e for e in before.left if e.id not in taken]
+    return _Pass(taken, frozenset(now), left)
 
 
 def _reshaped(
@@ -381,7 +516,9 @@ def _reshaped(
 
 def match(baseline: Baseline, groups: Sequence[KernelGroup]) -> Matching:
     """The passes in their order of trust, each on what the one before left; then each
-    entry still unmatched is missing, and is paired with the new groups that took its place."""
+    entry still unmatched is missing, and is paired with the new groups that took its place.
+    An autotuned kernel recorded by problem size has its launches split by size first."""
+    groups = _by_size(baseline, groups)
     exact = _by_name(baseline.kernels, groups, baseline.by_nvtx)
     retuned = _tuned_renamed(exact.left, groups, exact.claimed, baseline.by_nvtx)
     renamed = _renamed(retuned.left, groups, retuned.claimed, baseline.by_nvtx)

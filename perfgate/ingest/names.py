@@ -119,6 +119,10 @@ def _function_name(kernel_name: str) -> str:
 # - the anonymous namespace has three spellings across demanglers;
 # - Inductor numbers its generated kernels per graph: "triton_poi_fused_add_mul_relu_1" becomes
 #   "..._0" after an unrelated change to the graph.
+# - XLA numbers its fusions per module, the first of a name unnumbered: "loop_add_fusion",
+#   "loop_add_fusion_1", "gemm_fusion_dot_general_12", "wrapped_transpose_3"; a change elsewhere
+#   in the program renumbers them (jax-train -> jax-remat, tests/data/field/families:
+#   gemm_fusion_dot_general_8 -> _10, loop_multiply_fusion -> loop_multiply_fusion_2).
 # Template arguments and parameter types stay: they are what makes two instantiations
 # different kernels.
 _INSTANCE = re.compile(r"\(instance \d+\)")
@@ -126,6 +130,10 @@ _GCC_LAMBDA = re.compile(r"(\{lambda\([^{}]*\))#\d+\}")
 _ANON = re.compile(r"\(anonymous namespace\)|\{anonymous\}")
 _INDUCTOR = re.compile(r"^(triton_(?:poi|red|per|tem|for|mm|bmm)_\w*?)_\d+$")
 _SPACES = re.compile(r"\s+")
+# An XLA kernel's name is a bare identifier: a fusion ("loop_add_fusion", "input_reduce_fusion",
+# "gemm_fusion_dot_3", "fusion_12") or an op wrapped for its emitter ("wrapped_transpose").
+# Inductor's "fused" names are not XLA's (its rule comes first).
+_XLA = re.compile(r"^((?:[a-z]\w*_)?fusion(?:_[a-z]\w*?)?|wrapped_[a-z]\w*?)(?:_\d+)?$")
 
 
 def normalise(name: str) -> str:
@@ -137,12 +145,20 @@ def normalise(name: str) -> str:
     'triton_poi_fused_add_mul_relu_#'
     >>> normalise("void at::(anonymous namespace)::k<{lambda(int)#3}>()")
     'void at::<unnamed>::k<{lambda(int)#}>()'
+    >>> normalise("gemm_fusion_dot_general_12"), normalise("loop_add_fusion")
+    ('gemm_fusion_dot_general_#', 'loop_add_fusion_#')
     """
+    text = _spelled(name)
+    inductor = _INDUCTOR.sub(r"\1_#", text)
+    return inductor if inductor != text else _XLA.sub(r"\1_#", text)
+
+
+def _spelled(name: str) -> str:
+    """The name with its lambda instances and anonymous namespaces spelled one way."""
     text = _SPACES.sub(" ", name.strip())
     text = _INSTANCE.sub("(instance #)", text)
     text = _GCC_LAMBDA.sub(r"\1#}", text)
-    text = _ANON.sub("<unnamed>", text)
-    return _INDUCTOR.sub(r"\1_#", text)
+    return _ANON.sub("<unnamed>", text)
 
 
 def unqualified(name: str) -> str:
@@ -222,7 +238,8 @@ def short_name(name: str) -> str:
     >>> short_name("zoo_coalescing(const float *, float *, int)")
     'zoo_coalescing'
     """
-    text = normalise(name)
+    # XLA's fusion number stays: the names are bare identifiers, told apart by the number alone.
+    text = normalise(name) if _XLA.match(_spelled(name)) is None else _spelled(name)
     function = function_name(text)
     base = function.rsplit("::", 1)[-1] if "::" in function else function
     protected, table = _protect(text)

@@ -33,6 +33,7 @@ from perfgate.identity.configs import (
     records_configuration,
     tuned_warning,
     with_durations,
+    with_traffic,
 )
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import (
@@ -334,6 +335,7 @@ def record(
         )  # fmt: skip
         skipped.extend(why)
         if kernel is not None:
+            kernel = with_traffic(kernel, group.launches)  # an autotuned size's, for the check
             kernels.append(kernel)
             if kernel.tuned:
                 warnings.append(
