@@ -183,7 +183,12 @@ def test_committed_example_is_valid_yaml_a_person_can_read() -> None:
     doc = yaml.safe_load(ZOO.read_text())
     kernel = next(k for k in doc["kernels"] if k["id"] == "zoo_registers")
     assert kernel["metrics"]["registers_per_thread"]["value"] == 32
-    assert ZOO.read_text().startswith("# perfgate baseline")
+    # An editor's schema line first (record writes it), then the file's own header.
+    first, second = ZOO.read_text().splitlines()[:2]
+    assert first.startswith("# yaml-language-server: $schema=") and first.endswith(
+        "schemas/baseline.schema.json"
+    )
+    assert second.startswith("# perfgate baseline")
 
 
 _DURATION = "duration: {value: 1000, min: 900, max: 1100, unit: ns, source: gpu__time_duration.sum}"

@@ -744,6 +744,15 @@ def _headlines(result: CheckResult) -> dict[str, str | None]:
     }
 
 
+def _title(title: str) -> str:
+    """A finding's title without its kernel counts: a scaled-work finding counts the kernels
+    whose every counter scaled by the factor, and a gate capture holds fewer counters (one
+    more kernel of the MoE top-k change qualifies on the gate route: 19 against 18)."""
+    return re.sub(
+        r" \(\d+ more grew less\)", "", re.sub(r"across \d+ kernels", "across N kernels", title)
+    )
+
+
 @pytest.mark.parametrize(
     ("base", "changed"), [c[:2] for c in FIELD_CHANGES], ids=[c[1] for c in FIELD_CHANGES]
 )
@@ -778,12 +787,16 @@ def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
         diag = diagnosis_capture(data / changed, tmp_path / "pr.diagnosis.csv", failing)
         merged = check(with_diagnosis, read_captures([gate, diag]))
     assert merged.changes and full.changes
-    first = (full.changes[0].kind, full.changes[0].title)
-    assert (gated.changes[0].kind, gated.changes[0].title) == first
-    assert (merged.changes[0].kind, merged.changes[0].title) == first
+    first = (full.changes[0].kind, _title(full.changes[0].title))
+    assert (gated.changes[0].kind, _title(gated.changes[0].title)) == first
+    assert (merged.changes[0].kind, _title(merged.changes[0].title)) == first
     assert merged.changes[0].lever == full.changes[0].lever
-    # Every regressed kernel's root cause is the full capture's.
-    assert _headlines(merged) == _headlines(full)
+    # Every regressed kernel's root cause is the full capture's. One kernel may regress on the
+    # full route alone: the MoE top-k change's nonzero select writes 3 -> 5 store sectors,
+    # gated by the full baseline and evidence (noted, not gated) on the gate route.
+    got, want = _headlines(merged), _headlines(full)
+    assert got.items() <= want.items()
+    assert len(want) - len(got) <= 1, sorted(set(want) - set(got))
 
 
 def test_without_the_diagnosis_side_a_gate_baseline_explains_less(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from perfgate.ingest import ncu_log
 from perfgate.ingest.names import function_name
@@ -111,17 +110,15 @@ def warning(census: Census, ranges: Sequence[str], filtered: bool, counted: bool
     )
 
 
-def run_census(
-    ncu: str, program: Sequence[str], log: Path, stream: IO[str]
-) -> tuple[list[str] | None, str]:
+def run_census(ncu: str, program: Sequence[str], log: Path) -> tuple[list[str] | None, str]:
     """Run the census; the names ncu listed (None when it listed none), and why not."""
     cmd = census_command(ncu, str(log), program)
     try:
-        # Same environment as the capture (inherited); the program's own output is passed on.
-        proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, check=False)
+        # Same environment as the capture (inherited). The program's output is dropped: it is
+        # the same program's second run, and the capture already passed the first one's on.
+        proc = subprocess.run(list(cmd), stdout=subprocess.DEVNULL, check=False)
     except OSError as exc:
         return None, f"cannot start ncu: {exc.strerror or exc}"
-    stream.write(proc.stdout.decode("utf-8", "replace"))
     text = ""
     with contextlib.suppress(OSError):
         text = log.read_text("utf-8", "replace")

@@ -337,18 +337,17 @@ def _census(
     ranges = pushpop_ranges(plan.profile)
     if not options.census or plan.phase == DIAGNOSIS or not ranges:
         return None, 0.0
-    stream.write(
-        log_line(
-            f"perfgate: note: census run for the push/pop range(s) {', '.join(map(repr, ranges))}"
-            " (the program once more under ncu, nothing profiled; --no-census skips it)"
-        )
-        + "\n"
-    )
+    for note in (
+        f"census run for the push/pop range(s) {', '.join(map(repr, ranges))}"
+        " (the program once more under ncu, nothing profiled; --no-census skips it)",
+    ):
+        stream.write(log_line(f"perfgate: note: {note}") + "\n")
     t0 = time.monotonic()
-    available, why = run_census(options.ncu, plan.program, work / "census.log", stream)
+    available, why = run_census(options.ncu, plan.program, work / "census.log")
     seconds = max(time.monotonic() - t0, 1e-6)
     if available is None:
-        stream.write(log_line(f"perfgate: note: the census gave no list: {why}") + "\n")
+        for note in (f"the census gave no list: {why}",):
+            stream.write(log_line(f"perfgate: note: {note}") + "\n")
         meta["census"] = {"error": why, "wall_s": round(seconds, 2)}
         return None, seconds
     census = compare(available, _kernel_names(csv_text))
