@@ -49,6 +49,8 @@ def baseline(family: str) -> Baseline:
 
 @functools.cache
 def result(family: str, change: str) -> CheckResult:
+    """The check of fam-b's capture `change` (the unchanged build when it is the family's
+    name) against fam-a's baseline of `family`."""
     return check(baseline(family), read_capture(FAMILIES / "fam-b" / f"{change}-run1.csv.gz"))
 
 

@@ -705,18 +705,24 @@ def _named_choice(
         "Slower autotuner choice", named,
         pin_advice(kernel.name or launches[0].name), explains=("duration", "total_time"),
     )  # fmt: skip
+    causes = tuple(c for c in verdict.causes if not _tile_work(c))
     # A mechanism of the kernel's own code that changed its work per element outranks the
     # tile choice (a softmax writing fp32: every configuration stores twice the bytes).
-    if verdict.headline is not None and verdict.headline.mechanism in _OUTRANKS_CHOICE:
-        return replace(
-            verdict,
-            comparisons=comparisons,
-            causes=(*verdict.causes[:1], chosen, *verdict.causes[1:]),
-        )
-    return replace(verdict, comparisons=comparisons, causes=(chosen, *verdict.causes))
+    if causes and causes[0].mechanism in _OUTRANKS_CHOICE:
+        return replace(verdict, comparisons=comparisons, causes=(causes[0], chosen, *causes[1:]))
+    return replace(verdict, comparisons=comparisons, causes=(chosen, *causes))
 
 
 _OUTRANKS_CHOICE = ("wider-stores",)
+# Counts a launch configuration decides: another tile or warp count runs other instructions
+# for the same elements (fam-b's softmax at 16 warps against a median of 4: x2.11), so "More
+# work" on them alone is the autotuner's choice again, not work the program asked for.
+_TILE_COUNTS = frozenset({"instructions_executed", "tensor_instructions"})
+
+
+def _tile_work(cause: RootCause) -> bool:
+    """A "More work" cause whose evidence is only counts the configuration decides."""
+    return cause.mechanism == "more-work" and all(e.metric in _TILE_COUNTS for e in cause.evidence)
 
 
 # Matched by another identity, or an autotuned kernel at another configuration than most
