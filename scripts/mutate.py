@@ -40,6 +40,12 @@ _NEW_MATCH = ("tests/test_matching_fallbacks.py",)
 _NEW_RATCHET = ("tests/test_ratchet.py",)
 _NEW_CALIBRATION = ("tests/test_calibration_bounds.py",)
 _FAIL_CLOSED = ("tests/test_fail_closed.py",)
+# Issue 33: the seven families' captures (fam-a baselines, fam-b real changes).
+_FAMILIES = (
+    "tests/test_family_noise.py", "tests/test_family_identity.py",
+    "tests/test_family_findings.py", "tests/test_family_table.py",
+)  # fmt: skip
+_NEW_33 = ("tests/test_issue33_rules.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -49,11 +55,13 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/judge/policy.py": ("tests/test_policy.py", *_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/identity/matching.py": (
         "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",
-        "tests/test_real_changes.py", "tests/test_check.py",
+        "tests/test_real_changes.py", "tests/test_check.py", "tests/test_family_identity.py",
+        *_NEW_33,
     ),
     "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
-                                      *_NEW_MATCH),
-    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE),
+                                      *_NEW_MATCH, "tests/test_family_identity.py", *_NEW_33),
+    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE,
+                                        *_NEW_33, "tests/test_family_noise.py"),
     "perfgate/lifecycle/plan.py": (
         "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
     ),
@@ -65,7 +73,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/metrics/program.py": ("tests/test_program_rules.py", "tests/test_program_time.py"),
     "perfgate/identity/configs.py": (
         "tests/test_configs_rules.py", "tests/test_autotune.py", "tests/test_matching.py",
-        "tests/test_real_changes.py",
+        "tests/test_real_changes.py", "tests/test_family_identity.py", *_NEW_33,
     ),
     # The ratchet's comparison of bounds is in the editor.
     "perfgate/lifecycle/edit.py": (
@@ -76,7 +84,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/judge/skips.py": (*_FAIL_CLOSED, "tests/test_policy.py", *_NEW_JUDGE),
     "perfgate/verdicts/check.py": (
         *_FAIL_CLOSED, *_NEW_JUDGE, *_NEW_RATCHET, "tests/test_stalls.py", "tests/test_corpus.py",
-        "tests/test_two_phase.py",
+        "tests/test_two_phase.py", *_NEW_33, "tests/test_family_findings.py",
+        "tests/test_evidence_noise.py",
     ),
     "perfgate/verdicts/model.py": (
         *_FAIL_CLOSED, "tests/test_program_time.py", "tests/test_check.py", "tests/test_hostile.py",
@@ -85,6 +94,19 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/ingest/scope.py": (*_FAIL_CLOSED, *_NEW_RATCHET),
     "perfgate/baseline/fingerprint.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
     "perfgate/ncu/command.py": (*_FAIL_CLOSED, "tests/test_two_phase.py", "tests/test_capture.py"),
+    # Issue 33 (`--select issue33`: only the functions it added or changed). The modules an
+    # earlier issue measured keep their lists above, with issue 33's test files appended.
+    "perfgate/lifecycle/record.py": (
+        *_NEW_33, *_NEW_CALIBRATION, "tests/test_evidence_noise.py", "tests/test_family_noise.py",
+    ),
+    "perfgate/causes/changes.py": (*_NEW_33, "tests/test_changes.py", *_FAMILIES),
+    "perfgate/causes/rules.py": (*_NEW_33, "tests/test_causes.py", *_FAMILIES),
+    "perfgate/identity/grouping.py": (
+        *_NEW_33, "tests/test_work_classes.py", "tests/test_family_identity.py",
+    ),
+    "perfgate/ingest/names.py": (
+        *_NEW_33, "tests/test_kernel_names.py", "tests/test_family_identity.py",
+    ),
 }  # fmt: skip
 
 # In these modules only the named functions are mutated: the decisions a run is about.
@@ -96,6 +118,45 @@ ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
     "perfgate/ingest/scope.py": frozenset({"declared", "differ"}),
     "perfgate/baseline/fingerprint.py": frozenset({"_basis", "bases_of"}),
     "perfgate/ncu/command.py": frozenset({"_phase", "_scope_filters", "scope_arguments"}),
+}  # fmt: skip
+
+# Issue 33's judgement, for `--select issue33`: the functions (and module-level tables) it
+# added or changed, mutated instead of each module's whole source or ONLY_FUNCTIONS, so one
+# run over its nine modules stays within minutes.
+SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
+    "issue33": {
+        "perfgate/lifecycle/calibrate.py": frozenset({
+            "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
+            "time_floor", "TIME_FLOOR_POINTS",
+        }),
+        "perfgate/lifecycle/record.py": frozenset({"_metric_baseline", "record_kernel"}),
+        "perfgate/causes/changes.py": frozenset({
+            "dtype_rule", "_operator_dtype", "element_type_rule", "_types", "bare",
+            "_optimizer", "optimizer_rule", "work_ratios", "_moved", "_grew", "_common_factor",
+            "scaled_work_rule", "_repeated_gemm", "recomputation_rule",
+        }),
+        "perfgate/causes/rules.py": frozenset(
+            {"_stored_wider", "wider_stores", "more_work", "vectorized_access"}
+        ),
+        "perfgate/identity/configs.py": frozenset({
+            "traffic", "median_traffic", "problem_sizes", "sized_groups", "with_traffic",
+            "recorded_traffic", "merge_tuned",
+        }),
+        "perfgate/identity/grouping.py": frozenset(
+            {"_instructions", "split_work", "group_launches"}
+        ),
+        "perfgate/ingest/names.py": frozenset(
+            {"_function_name", "normalise", "_spelled", "short_name"}
+        ),
+        "perfgate/identity/matching.py": frozenset({
+            "_work_pairs", "_sized", "_by_size", "_size_pairs", "_by_name", "_renamed", "fits",
+            "_renamed_by_work", "match",
+        }),
+        "perfgate/identity/families.py": frozenset({"family_of", "_f", "FAMILIES"}),
+        "perfgate/verdicts/check.py": frozenset(
+            {"_note_evidence", "_why_noted", "_named_choice", "_moved_per_launch"}
+        ),
+    },
 }  # fmt: skip
 
 # Functions left out: who accepts a change and when (environment plumbing, no judgement).
@@ -140,6 +201,10 @@ def _skipped(tree: ast.Module) -> set[int]:
     return out
 
 
+def _targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+
+
 def _sites(
     tree: ast.Module, only: frozenset[str] | None = None
 ) -> Iterator[tuple[ast.AST, str, int]]:
@@ -152,6 +217,14 @@ def _sites(
             for fn in ast.walk(tree)
             if isinstance(fn, ast.FunctionDef) and fn.name in only
             for n in ast.walk(fn)
+        }
+        # A module-level table named in `only` (a constant the judgement reads) is mutated too.
+        inside |= {
+            id(n)
+            for stmt in tree.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            and any(isinstance(t, ast.Name) and t.id in only for t in _targets(stmt))
+            for n in ast.walk(stmt)
         }
         skip |= {id(n) for n in ast.walk(tree) if id(n) not in inside}
     returns_none: set[int] = set()
@@ -222,7 +295,7 @@ class _Replace(ast.NodeTransformer):
 def mutants_of(module: str) -> list[tuple[Mutant, str]]:
     """Every mutant of one module with the source it runs."""
     source = (ROOT / module).read_text()
-    only = ONLY_FUNCTIONS.get(module)
+    only = SELECTIONS[_select][module] if _select else ONLY_FUNCTIONS.get(module)
     count = sum(1 for _ in _sites(ast.parse(source), only))
     out = []
     for index in range(count):
@@ -263,8 +336,9 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
     return "survived" if proc.returncode == 0 else "killed"
 
 
-NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION))
+NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33))
 _before = False  # --before: the suite as it was before the tests written for this run
+_select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCTIONS
 
 
 def _tests(module: str, tree: Path) -> tuple[str, ...]:
@@ -280,11 +354,14 @@ def main() -> int:
     parser.add_argument("--module", action="append", help="only these modules (default: all)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--before", action="store_true", help="leave out " + ", ".join(NEW_TESTS))
+    parser.add_argument("--select", choices=sorted(SELECTIONS),
+                        help="mutate only this selection's functions of its modules")  # fmt: skip
     args = parser.parse_args()
-    global _before
+    global _before, _select
     _before = args.before
+    _select = args.select
 
-    modules = args.module or list(MODULES)
+    modules = args.module or list(SELECTIONS[_select] if _select else MODULES)
     previous: dict[str, dict[str, str]] = {}
     if args.rerun:
         previous = {m["id"]: m for m in json.loads(args.rerun.read_text())["mutants"]}

@@ -1,0 +1,431 @@
+"""Issue 33's judging rules one at a time, at their edges: what the mutation run over them
+(docs/mutation.md "Issue 33") found no test deciding. The expected values come from the rules'
+stated facts (docs/noise.md, the docstrings' figures), never from running the code under test;
+kernel names are those of the real captures under tests/data/field/families (fam-a, fam-b).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from perfgate.causes.changes import (
+    MISSING,
+    NEW,
+    SCALED,
+    ChangeKernel,
+    _grew,
+    _optimizer,
+    _repeated_gemm,
+    element_type_rule,
+    optimizer_rule,
+    recomputation_rule,
+    scaled_work_rule,
+)
+from perfgate.causes.model import CauseKind, KernelDelta, Side
+from perfgate.causes.rules import more_work, vectorized_access, wider_stores
+from perfgate.identity.families import family_of
+from perfgate.lifecycle.calibrate import (
+    DRAM_ABSOLUTE_FLOOR,
+    NON_EXACT_COUNT_FLOOR,
+    NON_EXACT_EFFICIENCY_POINTS,
+    STEADY_KERNEL_NS,
+    Floor,
+    dram_bytes_floor,
+    kernel_varies,
+    lookback_floor,
+    lookback_time_floor,
+)
+
+MiB = float(1 << 20)
+
+
+def _family(name: str) -> str | None:
+    found = family_of(name)
+    return found.name if found is not None else None
+
+
+# -- calibrate: kernels that are not exact, small DRAM traffic ---------------------------------
+
+
+def test_a_kernel_varies_from_a_spread_of_exactly_one_in_a_thousand() -> None:
+    # "Differ": by 0.1% or more (VARIES_SPREAD); (max - min) / median of 1000, 1000, 1001.
+    assert kernel_varies([1000.0, 1000.0, 1001.0])
+    assert not kernel_varies([10_000.0, 10_000.0, 10_009.0])  # 0.09%
+    # Three runs are the fewest that say anything about a spread (MIN_RUNS), however large.
+    assert not kernel_varies([1000.0, 2000.0])
+    assert kernel_varies([1000.0, 2000.0, 1500.0])
+
+
+@pytest.mark.parametrize("name", ["global_load_sectors", "global_atomic_requests",
+                                  "l2_atomic_requests"])  # fmt: skip
+def test_a_not_exact_kernels_load_and_atomic_counts_take_the_count_floor_alone(name: str) -> None:
+    floor = lookback_floor(name, kernel_not_exact=True)
+    assert floor is not None
+    assert (floor.relative, floor.absolute, floor.adds_spread) == (0.025, 0.0, False)
+    assert lookback_floor(name, kernel_not_exact=False) is None
+
+
+@pytest.mark.parametrize("name", ["global_load_efficiency", "global_store_efficiency"])
+def test_a_not_exact_kernels_efficiency_is_a_ratio_of_two_counts_and_in_points(name: str) -> None:
+    floor = lookback_floor(name, kernel_not_exact=True)
+    assert floor is not None
+    # Each side of the ratio may move by the count floor: twice it, and 2.5 points as well.
+    assert floor.relative == pytest.approx(2 * 0.025)
+    assert floor.absolute == 2.5
+    assert "points" in floor.why
+
+
+def test_a_not_exact_kernels_sectors_per_request_is_a_ratio_without_points() -> None:
+    floor = lookback_floor("sectors_per_request_ld", kernel_not_exact=True)
+    assert floor is not None
+    assert floor.relative == pytest.approx(0.05)
+    assert floor.absolute == 0.0
+    assert "points" not in floor.why
+    # Stores, time and the configuration keep their own rules whatever the instructions do.
+    for other in ("global_store_sectors", "sectors_per_request_st", "duration", "dram_bytes"):
+        assert lookback_floor(other, kernel_not_exact=True) is None
+
+
+def test_a_not_exact_kernel_under_20_us_adds_its_spread_to_the_time_floor() -> None:
+    base = Floor(0.065, 0.0, "kernel of 10 us on H100")
+    short = lookback_time_floor(base, 14_000.0, kernel_not_exact=True)  # fam-b's 14 us select
+    assert short.adds_spread
+    assert (short.relative, short.absolute) == (base.relative, base.absolute)
+    assert short.why.startswith(base.why) and "spread" in short.why
+    # The edge: from 20 us the rule stays max(); just under it, the sum.
+    assert lookback_time_floor(base, STEADY_KERNEL_NS, kernel_not_exact=True) == base
+    assert lookback_time_floor(base, STEADY_KERNEL_NS - 1, kernel_not_exact=True).adds_spread
+    # An exact kernel, or one of unknown duration, keeps the floor as it is.
+    assert lookback_time_floor(base, 14_000.0, kernel_not_exact=False) == base
+    assert lookback_time_floor(base, None, kernel_not_exact=True) == base
+
+
+def test_dram_bytes_under_4_mib_take_3_percent_of_4_mib_as_their_absolute_floor() -> None:
+    # docs/noise.md: +3% of 4 MiB below the promise's smallest traffic, 64 KiB from it.
+    assert pytest.approx(0.03 * 4 * MiB) == DRAM_ABSOLUTE_FLOOR
+    small = dram_bytes_floor(1.1e6)  # fam-b's train-step reduce_kernel: 1.1 MB
+    assert small.relative == 0.021
+    assert small.absolute == pytest.approx(0.03 * 4 * MiB)
+    assert "4 MiB" in small.why
+    just_under = dram_bytes_floor(4 * MiB - 1)
+    assert just_under.absolute == pytest.approx(0.03 * 4 * MiB)
+    for large in (4 * MiB, 64 * MiB, None):
+        floor = dram_bytes_floor(large)
+        assert (floor.relative, floor.absolute) == (0.021, 64 * 1024.0)
+        assert "4 MiB" not in floor.why
+
+
+def test_the_not_exact_floors_are_the_documented_figures() -> None:
+    # docs/noise.md: 2.5% for a not-exact count, 2.5 points for a not-exact efficiency.
+    assert (NON_EXACT_COUNT_FLOOR, NON_EXACT_EFFICIENCY_POINTS) == (0.025, 2.5)
+
+
+# -- changes: the rules of the kernels still there (a problem grown, a forward recomputed) ----
+
+GEMM = "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT"  # fam-a train-step's cuBLAS GEMM
+ADD = "void at::vectorized_elementwise_kernel<4, at::CUDAFunctorOnSelf_add<float>, std::array<char *, 2>>(int, T2, T3)"
+FUSION = "loop_multiply_fusion_2"  # an XLA fusion (jax-train), a generated family
+
+
+def _scaled(
+    i: int,
+    ratio: float,
+    name: str = ADD,
+    mechanisms: tuple[str, ...] = ("more-work",),
+    launches: float | None = None,
+) -> ChangeKernel:
+    """A kernel still there whose work grew: launches x `launches` (default: x ratio),
+    instructions a launch x `ratio`."""
+    work = (("launches", ratio if launches is None else launches),
+            ("instructions_executed", ratio))  # fmt: skip
+    return ChangeKernel(f"k{i}", name, _family(name), SCALED, 1000.0 * (i + 1), 4.0,
+                        recorded_ns=500.0, work=work, mechanisms=mechanisms)  # fmt: skip
+
+
+def test_a_work_measure_moved_from_1_15_either_way() -> None:
+    assert _grew(_scaled(0, 1.15)) == 1.15
+    assert _grew(_scaled(0, 1.14)) is None
+    # Work that fell anywhere is not a grown problem, from 1 / 1.15 down.
+    fell = ChangeKernel("f", ADD, "ATen", SCALED, 1.0, 1.0,
+                        work=(("launches", 2.0), ("global_load_sectors", 1 / 1.15)),
+                        mechanisms=("more-work",))  # fmt: skip
+    assert _grew(fell) is None
+    kept = replace(fell, work=(("launches", 2.0), ("global_load_sectors", 1 / 1.14)))
+    assert _grew(kept) == 2.0
+    # A kernel with a mechanism of its own (loads less coalesced) is not "more of the same".
+    assert _grew(_scaled(0, 2.0, mechanisms=("more-work", "uncoalesced-loads"))) is None
+    assert _grew(_scaled(0, 2.0, mechanisms=("launch-count",))) == 2.0
+
+
+def test_scaled_work_needs_three_kernels_at_one_factor() -> None:
+    two = [_scaled(0, 2.0), _scaled(1, 2.0)]
+    assert scaled_work_rule([], [], two) is None
+    three = [*two, _scaled(2, 2.1)]  # within 6% of x2
+    got = scaled_work_rule([], [], three)
+    assert got is not None
+    kind, title, lever, claimed = got
+    assert kind == "scaled-work"
+    # The middle of the factors the kernels at it grew by: x2.00 (2.0, 2.0, 2.1).
+    assert title.startswith("More work: x2.00 across 3 kernels"), title
+    assert "grew less" not in title
+    assert "re-record the baseline" in lever
+    assert {k.id for k in claimed} == {"k0", "k1", "k2"}
+    # Beyond 6% of the factor it is another one: 2.0, 2.0 and 2.2 are not three at one factor.
+    assert scaled_work_rule([], [], [*two, _scaled(2, 2.2)]) is None
+
+
+def test_scaled_work_is_the_programs_only_when_most_grown_kernels_share_the_factor() -> None:
+    at = [_scaled(i, 2.0) for i in range(3)]
+    # Three others, each grown by its own factor: half of six is still "most" (not fewer).
+    others = [_scaled(3, 3.0), _scaled(4, 4.5), _scaled(5, 7.0)]
+    got = scaled_work_rule([], [], at + others)
+    assert got is not None and got[1].startswith("More work: x2.00 across 3 kernels")
+    # Above the factor they are not its consequence; none grew less.
+    assert {k.id for k in got[3]} == {"k0", "k1", "k2"}
+    # A fourth other: 3 of 7 is under half.
+    assert scaled_work_rule([], [], [*at, *others, _scaled(6, 10.0)]) is None
+
+
+def test_scaled_work_takes_the_kernels_that_grew_less_along() -> None:
+    at = [_scaled(i, 2.0) for i in range(3)]
+    less = _scaled(3, 1.6)  # a compaction's launches 3 -> 5
+    unrelated = _scaled(4, 2.0, mechanisms=("uncoalesced-loads",))
+    got = scaled_work_rule([], [], [*at, less, unrelated])
+    assert got is not None
+    assert got[1].endswith("(1 more grew less)"), got[1]
+    assert {k.id for k in got[3]} == {"k0", "k1", "k2", "k3"}
+
+
+def test_the_factor_is_the_middle_of_those_at_it() -> None:
+    # Four kernels within 6% of each other: 2.0, 2.04, 2.08, 2.1 -> the middle (upper) 2.08.
+    got = scaled_work_rule([], [], [_scaled(i, r) for i, r in enumerate((2.1, 2.0, 2.08, 2.04))])
+    assert got is not None
+    assert got[1].startswith("More work: x2.08 across 4 kernels"), got[1]
+
+
+def test_a_gemm_launched_twice_at_the_same_work_a_launch_is_repeated() -> None:
+    twice = _scaled(0, 1.0, name=GEMM, launches=2.0)
+    assert _repeated_gemm(twice)
+    assert _repeated_gemm(_scaled(0, 1.05, name=GEMM, launches=3.04))  # 5% a launch, x3
+    assert not _repeated_gemm(_scaled(0, 1.0, name=GEMM, launches=1.0))  # not again
+    assert not _repeated_gemm(_scaled(0, 1.0, name=GEMM, launches=2.5))  # not a whole number
+    assert not _repeated_gemm(_scaled(0, 1.0, name=GEMM, launches=2.1))
+    assert not _repeated_gemm(_scaled(0, 1.1, name=GEMM, launches=2.0))  # more work a launch
+    assert not _repeated_gemm(_scaled(0, 1.0, name=ADD, launches=2.0))  # not a GEMM
+    assert not _repeated_gemm(
+        _scaled(0, 1.0, name=GEMM, launches=2.0, mechanisms=("more-work", "tensor-cores-lost"))
+    )
+    no_launches = replace(twice, work=(("instructions_executed", 1.0),))
+    assert not _repeated_gemm(no_launches)
+
+
+def test_recomputation_needs_a_repeated_gemm_and_more_work_or_new_fusions() -> None:
+    gemm = _scaled(0, 1.0, name=GEMM, launches=2.0)
+    grown = _scaled(1, 1.5, name=FUSION)
+    fusion = ChangeKernel("n1", "loop_multiply_fusion_7", "XLA", NEW, 100.0, 1.0)
+    library = ChangeKernel("n2", GEMM.replace("128x128", "64x64"), "cuBLAS", NEW, 100.0, 1.0)
+    assert recomputation_rule([], [], [gemm]) is None
+    assert recomputation_rule([], [fusion], [grown]) is None  # no GEMM launched again
+    got = recomputation_rule([], [], [gemm, grown])
+    assert got is not None and got[0] == "recomputation"
+    assert [k.id for k in got[3]] == ["k0", "k1"]
+    # The compiler's new fusions come along; a library's kernel is not the graph's.
+    got = recomputation_rule([], [fusion, library], [gemm])
+    assert got is not None and [k.id for k in got[3]] == ["k0", "n1"]
+    assert "jax.checkpoint" in got[2]
+
+
+# -- changes: the element type of a library call, the optimizer --------------------------------
+
+# fam-a cub's onesweep and histogram kernels (int keys) and fam-b cub-int64's (long keys).
+_HUB = "radix_sort::DeviceRadixSort{k}<radix::policy_hub<{t}, cuda::OpaqueType<8>, unsigned long long>::Policy1000, 0, {t}, unsigned long long>(T2 *)"
+
+
+def _sort(kernel: str, key: str, side: str, launches: float) -> ChangeKernel:
+    name = "void " + _HUB.format(k=kernel, t=key)
+    return ChangeKernel(f"{kernel}-{key}", name, _family(name), side, 1000.0, launches)
+
+
+def test_the_sort_keys_type_names_the_first_type_that_differs_and_the_passes() -> None:
+    gone = [_sort("OnesweepKernel", "int", MISSING, 4.0),
+            _sort("HistogramKernel", "int", MISSING, 1.0)]  # fmt: skip
+    came = [_sort("OnesweepKernel", "long", NEW, 8.0),
+            _sort("HistogramKernel", "long", NEW, 1.0)]  # fmt: skip
+    got = element_type_rule(gone, came)
+    assert got is not None
+    kind, title, lever, claimed = got
+    assert kind == "element-type"
+    # One onesweep pass per 8 bits of key: 4 for int32, 8 for int64.
+    assert title == "key type of a CUB radix sort: int -> long (onesweep passes x4 -> x8)"
+    assert "int32 keys" in lever
+    assert len(claimed) == 4
+    # The same passes: no count in the title.
+    same = element_type_rule(gone, [replace(came[0], launches=4.0), came[1]])
+    assert same is not None and same[1] == "key type of a CUB radix sort: int -> long"
+    # Without a onesweep kernel on a side there are no passes to count.
+    assert element_type_rule(gone[1:], came[1:]) == (
+        kind, "key type of a CUB radix sort: int -> long", lever, [gone[1], came[1]],
+    )  # fmt: skip
+
+
+def test_a_kernel_at_another_type_needs_its_twin_on_the_other_side() -> None:
+    gone = [_sort("OnesweepKernel", "int", MISSING, 4.0)]
+    assert element_type_rule(gone, []) is None
+    assert element_type_rule([], [_sort("OnesweepKernel", "long", NEW, 8.0)]) is None
+    # Another kernel, not the same one at another type.
+    assert element_type_rule(gone, [_sort("HistogramKernel", "long", NEW, 1.0)]) is None
+    # A kernel whose name is on both sides did not change type.
+    assert element_type_rule(gone, [replace(gone[0], side=NEW)]) is None
+
+
+def test_another_libraries_element_type_names_the_kernel() -> None:
+    name = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<{t}, at::native::MeanOps<{t}, {t}, {t}, {t}>, unsigned int, {t}, 4, 4>>(T3)"
+    gone = ChangeKernel("r", name.format(t="float"), "ATen", MISSING, 1.0, 1.0)
+    came = ChangeKernel("r2", name.format(t="double"), "ATen", NEW, 1.0, 1.0)
+    got = element_type_rule([gone], [came])
+    assert got is not None
+    assert got[1].startswith("element type of ") and got[1].endswith(": float -> double")
+    assert "wider type" in got[2]
+
+
+# fam-a train-step's fused AdamW and foreach add; fam-b train-step-forloop's update kernels.
+FUSED = "void at::<unnamed>::multi_tensor_apply_kernel<at::<unnamed>::FusedOptimizerTensorListMetadata<4>, at::<unnamed>::FusedAdamMathFunctor<float, 4, 1, 0>, const float *>(T1, T2, T3...)"
+FOREACH = "void at::<unnamed>::multi_tensor_apply_kernel<at::<unnamed>::TensorListMetadata<1>, at::<unnamed>::BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float>(T1, T2, T3...)"
+LERP = "void at::vectorized_elementwise_kernel<4, at::<unnamed>::lerp_scalar_kernel(at::TensorIteratorBase &, const c10::Scalar &)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 2)]::operator ()() const::[lambda(float, float) (instance 1)], std::array<char *, 3>>(int, T2, T3)"
+SQRT = "void at::vectorized_elementwise_kernel<4, at::sqrt_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 2)]::operator ()() const::[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)], std::array<char *, 2>>(int, T2, T3)"
+MUL = "void at::vectorized_elementwise_kernel<4, at::AUnaryFunctor<float, float, float, binary_internal::MulFunctor<float>>, std::array<char *, 2>>(int, T2, T3)"
+GRAPH_COPY = "void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::TensorListMetadata<2>, at::native::<unnamed>::CopyFunctor<float, float, 2, 1, 1>, at::native::<unnamed>::Copy<float, float>>(T1, T2, T3...)"
+
+
+def _k(i: str, name: str, side: str) -> ChangeKernel:
+    return ChangeKernel(i, name, _family(name), side, 1000.0, 1.0)
+
+
+def test_the_optimizer_fused_foreach_or_for_loop() -> None:
+    assert _family(LERP) == "ATen"  # the for-loop's kernels are ATen's
+    assert _optimizer([_k("a", FUSED, NEW), _k("b", FOREACH, NEW)]) == "fused"
+    assert _optimizer([_k("b", FOREACH, NEW)]) == "foreach"
+    # Two of the update's pointwise kernels make a for-loop; one is any program's.
+    assert _optimizer([_k("l", LERP, NEW), _k("s", SQRT, NEW)]) == "for-loop"
+    assert _optimizer([_k("l", LERP, NEW), _k("m", MUL, NEW)]) is None
+    # A graph's multi-tensor copy is no optimizer.
+    assert _optimizer([_k("c", GRAPH_COPY, NEW)]) is None
+
+
+def test_fused_to_for_loop_claims_the_multi_tensor_and_the_pointwise_kernels() -> None:
+    missing = [_k("f", FUSED, MISSING), _k("e", FOREACH, MISSING)]
+    new = [_k("l", LERP, NEW), _k("s", SQRT, NEW), _k("m", MUL, NEW), _k("c", GRAPH_COPY, NEW)]
+    got = optimizer_rule(missing, new)
+    assert got is not None
+    kind, title, lever, claimed = got
+    assert (kind, title) == ("optimizer", "optimizer implementation: fused -> for-loop")
+    assert "fused=True" in lever
+    # The graph's copy is not the optimizer's; every other kernel that came or went is.
+    assert [k.id for k in claimed] == ["f", "e", "l", "s", "m"]
+    # The same implementation on both sides, or none on one: no finding.
+    assert optimizer_rule(missing, [_k("f2", FUSED, NEW)]) is None
+    assert optimizer_rule(missing, [_k("m", MUL, NEW)]) is None
+    assert optimizer_rule([_k("m", MUL, MISSING)], new) is None
+
+
+# -- rules: the output written in a wider type -------------------------------------------------
+
+SOFTMAX = "softmax_kernel"  # fam-b triton-sizes-fp32-out's Triton softmax
+
+
+def _stores(
+    stored: float = 1.6,
+    used: float = 1.25,
+    per_request: float = 1.6,
+    loaded: float = 1.0,
+    **more: tuple[float, float],
+) -> KernelDelta:
+    """A kernel's delta from baseline values of 100 (efficiency 50%): store sectors, bytes used
+    per stored sector, store sectors per request and load sectors multiplied as given."""
+    before: dict[str, float] = {
+        "global_store_sectors": 100.0,
+        "global_store_efficiency": 50.0,
+        "sectors_per_request_st": 4.0,
+        "global_load_sectors": 100.0,
+    }
+    after = {
+        "global_store_sectors": 100.0 * stored,
+        "global_store_efficiency": 50.0 * used,
+        "sectors_per_request_st": 4.0 * per_request,
+        "global_load_sectors": 100.0 * loaded,
+    }
+    for name, (b, a) in more.items():
+        before[name], after[name] = b, a
+    b_side = Side(SOFTMAX, dict(before), launches=1.0)
+    a_side = Side(SOFTMAX, dict(after), launches=1.0)
+    return KernelDelta(SOFTMAX, b_side, a_side, ())  # fmt: skip
+
+
+def test_bf16_to_fp32_output_is_store_bytes_x2_at_the_same_requests() -> None:
+    # A bf16 row of 1000 fills its last sector partly: sectors x1.6, bytes a sector x1.25.
+    cause = wider_stores(_stores())
+    assert cause is not None and cause.mechanism == "wider-stores"
+    assert "store bytes x2.00 with loads unchanged" in cause.detail
+    assert cause.kind is CauseKind.REGRESSION
+    # Without the efficiency the sectors alone are the bytes: x2 sectors, x2 bytes.
+    no_eff = _stores(stored=2.0, per_request=2.0)
+    plain = KernelDelta(
+        SOFTMAX,
+        replace(no_eff.baseline, values={k: v for k, v in no_eff.baseline.values.items()
+                                         if k != "global_store_efficiency"}),
+        no_eff.current, (),
+    )  # fmt: skip
+    found = wider_stores(plain)
+    assert found is not None and "store bytes x2.00" in found.detail
+    assert wider_stores(_stores(stored=4.0, used=1.0, per_request=4.0)) is not None  # x4
+
+
+def test_wider_stores_edges_of_loads_sectors_requests_and_width() -> None:
+    # Loads held within 10% either way, inclusive.
+    assert wider_stores(_stores(loaded=1.1)) is not None
+    assert wider_stores(_stores(loaded=0.9)) is not None
+    assert wider_stores(_stores(loaded=1.11)) is None
+    assert wider_stores(_stores(loaded=0.89)) is None
+    # Store sectors up by 30% at least (x1.3 at 2/1.3 the bytes a sector is x2 bytes).
+    assert wider_stores(_stores(stored=1.3, used=2 / 1.3, per_request=1.3)) is not None
+    assert wider_stores(_stores(stored=1.29, used=2 / 1.29, per_request=1.29)) is None
+    # The same requests, each moving more sectors: sectors / (sectors a request) within 10%.
+    assert wider_stores(_stores(stored=2.2, used=1.0, per_request=2.0)) is not None  # 1.1
+    assert wider_stores(_stores(stored=2.0, used=1.0, per_request=2.0 / 0.91)) is not None
+    assert wider_stores(_stores(stored=2.0, used=1.0, per_request=1.8)) is None  # more requests
+    assert wider_stores(_stores(stored=2.0, used=1.0, per_request=2.3)) is None
+    # The bytes grew by a type's width (x2 or x4) within 10%: x3 is more elements.
+    assert wider_stores(_stores(stored=3.0, used=1.0, per_request=3.0)) is None
+    assert wider_stores(_stores(stored=2.0, used=0.9, per_request=2.0)) is not None  # x1.8
+    assert wider_stores(_stores(stored=2.0, used=0.89, per_request=2.0)) is None
+    assert wider_stores(_stores(stored=4.0, used=1.1, per_request=4.0)) is not None  # x4.4
+    assert wider_stores(_stores(stored=4.0, used=1.12, per_request=4.0)) is None
+
+
+def test_wider_stores_needs_both_sides_and_their_counters() -> None:
+    d = _stores()
+    assert wider_stores(replace(d, baseline=Side(SOFTMAX, {}))) is None  # explain: one side
+    no_loads = {k: v for k, v in d.current.values.items() if k != "global_load_sectors"}
+    assert wider_stores(replace(d, current=replace(d.current, values=no_loads))) is None
+    no_spr = {k: v for k, v in d.current.values.items() if k != "sectors_per_request_st"}
+    assert wider_stores(replace(d, current=replace(d.current, values=no_spr))) is None
+    no_st = {k: v for k, v in d.current.values.items() if k != "global_store_sectors"}
+    assert wider_stores(replace(d, current=replace(d.current, values=no_st))) is None
+
+
+def test_wider_elements_are_neither_more_work_nor_wider_vectors() -> None:
+    # The same counters with more instructions: more_work would read "more", and the store
+    # requests' sectors x1.6 would read as wider vector stores; both leave it to wider_stores.
+    d = _stores(instructions_executed=(1000.0, 1300.0))
+    assert wider_stores(d) is not None
+    assert more_work(d) is None
+    assert vectorized_access(d) is None
+    # Not wider elements (x3 bytes): the same delta is more work and wider vector stores.
+    other = _stores(stored=3.0, used=1.0, per_request=3.0, instructions_executed=(1000.0, 1300.0))
+    assert wider_stores(other) is None
+    grown = more_work(other)
+    assert grown is not None and grown.mechanism == "more-work"
+    wider = vectorized_access(other)
+    assert wider is not None and wider.mechanism == "vectorized-access"
