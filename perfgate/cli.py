@@ -1103,6 +1103,127 @@ def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...
         sys.exit(int(ExitCode.INPUT_ERROR))
 
 
+@main.group("history")
+def history_group() -> None:
+    """Keep every check's result on a database and read a kernel's series back
+    (docs/history.md)."""
+
+
+_db_option = click.option(
+    "--db", "db", required=True, type=click.Path(dir_okay=False),
+    help="The history: an SQLite file (created by add and import).",
+)  # fmt: skip
+
+
+def _context_options(fn: F) -> F:
+    for name, what in reversed(
+        (
+            ("--run-id", "The run's id (default: GitHub's run, attempt and job; else a new one)."),
+            ("--commit", "The commit checked (default: GITHUB_SHA)."),
+            ("--branch", "The branch (default: GITHUB_HEAD_REF or GITHUB_REF_NAME)."),
+            ("--pull-request", "The pull request's number (default: from GITHUB_REF)."),
+            ("--ci-job", "The CI job (default: GITHUB_JOB)."),
+        )
+    ):
+        fn = click.option(name, default=None, metavar="TEXT", help=what)(fn)
+    return fn
+
+
+def _given(options: dict[str, Any]) -> Any:
+    from perfgate.history.context import GivenContext
+
+    return GivenContext(
+        options["run_id"],
+        options["commit"],
+        options["branch"],
+        options["pull_request"],
+        options["ci_job"],
+    )
+
+
+def _say_stored(stored: Any) -> None:
+    if stored.stored:
+        _say(
+            f"stored run {stored.run_id}: {stored.kernels} kernels, {stored.metrics} metrics "
+            f"(the check {stored.status})"
+        )
+    else:
+        _say(f"run {stored.run_id} is kept already: nothing changed")
+
+
+@history_group.command("add", short_help="Check captures and keep the result in the history.")
+@_db_option
+@click.option(
+    "--baseline", "-b", "baselines", required=True, multiple=True, type=click.Path(),
+    help="Baseline YAML file, or a directory of them; as for perfgate check.",
+)  # fmt: skip
+@_capture_files_option("ncu capture; repeat for several runs (as for perfgate check).")
+@click.option(
+    "--allow-other-gpu", is_flag=True, help="As for perfgate check: compare across GPUs."
+)
+@_context_options
+@_guard
+def history_add_command(
+    db: str, baselines: tuple[str, ...], captures: tuple[str, ...], allow_other_gpu: bool,
+    **context: Any,
+) -> None:  # fmt: skip
+    """Check the captures as perfgate check does and keep the result with its context. Exit
+    0 once kept, whatever the check's verdict (perfgate check is the gate)."""
+    from perfgate.gate import CheckRequest, HistoryAdd, run_history_add
+
+    request = CheckRequest(baselines, captures, allow_other_gpu=allow_other_gpu)
+    _say_stored(run_history_add(HistoryAdd(db, request, _given(context))))
+
+
+@history_group.command("import", short_help="Keep JSON results of perfgate check.")
+@_db_option
+@click.argument("results", nargs=-1, required=True, type=click.Path())
+@_context_options
+@_guard
+def history_import_command(db: str, results: tuple[str, ...], **context: Any) -> None:
+    """Keep the results `perfgate check --format json` (or --json FILE) wrote. Without
+    --run-id a file's run id is named by its content: importing it again changes nothing."""
+    from perfgate.gate import run_history_import
+
+    for stored in run_history_import(db, results, _given(context)):
+        _say_stored(stored)
+
+
+@history_group.command("show", short_help="A kernel's series per fingerprint.")
+@_db_option
+@click.argument("kernel")
+@click.option("--metric", "-m", default=None, help="Only this metric (perfgate metrics).")
+@click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
+)
+@_guard
+def history_show_command(db: str, kernel: str, metric: str | None, fmt: str) -> None:
+    """KERNEL (the baseline's id) over the runs kept, one series per fingerprint (GPU,
+    driver, ncu, clock and cache control, scope, time basis) and metric, oldest first."""
+    from perfgate.gate import run_history_show
+
+    _show(run_history_show(db, kernel, metric, fmt))
+
+
+@history_group.command("prune", short_help="Delete old runs from the history.")
+@_db_option
+@click.option(
+    "--older-than", "older_than", type=click.FloatRange(min=0), default=None, metavar="DAYS",
+    help="Delete the runs recorded more than DAYS ago.",
+)  # fmt: skip
+@click.option(
+    "--keep", type=click.IntRange(min=0), default=None, metavar="N",
+    help="Keep only the newest N runs.",
+)  # fmt: skip
+@_guard
+def history_prune_command(db: str, older_than: float | None, keep: int | None) -> None:
+    """Delete runs by age, by count, or both (a run goes when either says so)."""
+    from perfgate.gate import run_history_prune
+
+    gone = run_history_prune(db, older_than, keep)
+    _say(f"deleted {len(gone)} run{'s' if len(gone) != 1 else ''}")
+
+
 def _global_options_in_help(group: click.Group) -> None:
     """Each command's --help names the global options it takes (they are hoisted from
     anywhere before a program's `--`): `check --help` omitted -q and --color."""

@@ -1009,3 +1009,97 @@ def run_capture_phases(options: CaptureOptions, phases: str) -> PhasedCapture:
         )
     link_diagnosis(first.output, diagnosis.output)
     return PhasedCapture(first, diagnosis, failing, checked=True)
+
+
+# perfgate history (docs/history.md): the check's own use case judges; these only keep it.
+
+
+@dataclass(frozen=True)
+class HistoryAdd:
+    db: str
+    check: CheckRequest
+    given: Any  # perfgate.history.context.GivenContext (loaded only by history commands)
+
+
+@dataclass(frozen=True)
+class HistoryStored:
+    run_id: str
+    stored: bool  # False: this very run was kept already (nothing changed)
+    kernels: int
+    metrics: int
+    status: str
+
+
+def _keep(db: str, record: Any) -> HistoryStored:
+    from perfgate.history.store import SqliteStore
+
+    with SqliteStore(db) as store:
+        stored = store.store(record)
+    return HistoryStored(
+        record.context.run_id, stored, record.kernel_count, record.metric_count, record.status
+    )
+
+
+def run_history_add(request: HistoryAdd) -> HistoryStored:
+    """Check as `perfgate check` does, then keep the result with its context."""
+    from perfgate.history.context import context
+    from perfgate.history.records import from_report
+    from perfgate.history.store import now
+
+    report = run_check(request.check)
+    return _keep(request.db, from_report(report, context(request.given, os.environ, now())))
+
+
+def run_history_import(db: str, paths: Sequence[str], given: Any) -> list[HistoryStored]:
+    """Keep the results of JSON reports written by `perfgate check --format json`."""
+    import json
+
+    from perfgate.history.context import imported_context
+    from perfgate.history.records import from_json
+
+    if given.run_id is not None and len(paths) > 1:
+        raise UsageError(f"--run-id names one run; {len(paths)} JSON files were given")
+    out = []
+    for path in paths:
+        try:
+            content = Path(path).read_bytes()
+            mtime = Path(path).stat().st_mtime
+        except OSError as exc:
+            raise UsageError(f"cannot read: {exc.strerror or exc}", path) from exc
+        try:
+            doc = json.loads(content.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise UsageError(f"not a JSON check result: {exc}", path) from exc
+        try:
+            record = from_json(doc, imported_context(given, content, mtime))
+        except UsageError as exc:
+            raise UsageError(exc.message, path) from exc
+        out.append(_keep(db, record))
+    return out
+
+
+def run_history_show(db: str, kernel: str, metric: str | None, fmt: str) -> str:
+    """A kernel's series per fingerprint, rendered (text with sparklines, or json)."""
+    from perfgate.history import render
+    from perfgate.history.queries import series
+    from perfgate.history.store import SqliteStore
+
+    with SqliteStore(db, create=False) as store:
+        found = series(store, kernel, metric)
+    return render.to_json(kernel, found) if fmt == "json" else render.text(kernel, found)
+
+
+def run_history_prune(db: str, older_than_days: float | None, keep: int | None) -> list[str]:
+    """Delete runs older than the days given and beyond the newest `keep`: the run ids."""
+    from datetime import datetime, timedelta, timezone
+
+    from perfgate.history.store import SqliteStore
+
+    if older_than_days is None and keep is None:
+        raise UsageError("say what to prune: --older-than DAYS, --keep N, or both")
+    before = None
+    if older_than_days is not None:
+        cut = datetime.now(timezone.utc) - timedelta(days=older_than_days)
+        before = cut.isoformat(timespec="microseconds")
+    with SqliteStore(db, create=False) as store:
+        return store.prune(before=before, keep=keep)

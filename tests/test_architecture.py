@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("causes",),
     ("verdicts",),
     ("lifecycle",),
-    ("reports", "ncu"),
+    ("reports", "ncu", "history"),  # history: run records kept on a database
     ("gate",),
     ("premerge",),  # a use case over gate's capture and check (perfgate pre-merge)
     ("cli",),

@@ -1,0 +1,147 @@
+"""Every statement the history stores run: the schema's migrations and the queries, in one
+place. Plain SQL types (TEXT, INTEGER, DOUBLE PRECISION) and standard statements only, so a
+PostgreSQL store can run the same text (placeholders aside: `?` here, a driver's `%s` there;
+`placeholders()` turns one into the other). Nothing of SQLite's own is in the schema: its
+connection settings (WAL, the busy timeout) are the store's, not the schema's."""
+
+from __future__ import annotations
+
+# The table that says which migrations a database holds; created before any migration.
+MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS perfgate_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)"""
+
+# Migration N is MIGRATIONS[N - 1]: (name, statements). A migration once released is never
+# edited: a change of schema is a new migration appended here.
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "runs, results, kernels and metrics",
+        (
+            """CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY,
+                digest TEXT NOT NULL,
+                recorded_at TEXT NOT NULL,
+                commit_sha TEXT,
+                branch TEXT,
+                pull_request TEXT,
+                ci_job TEXT,
+                status TEXT NOT NULL,
+                exit_code INTEGER NOT NULL,
+                perfgate_version TEXT NOT NULL
+            )""",
+            """CREATE TABLE results (
+                run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+                result_index INTEGER NOT NULL,
+                baseline TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                gpu TEXT,
+                cc TEXT,
+                ncu TEXT,
+                driver TEXT,
+                clock_control TEXT,
+                cache_control TEXT,
+                scope TEXT,
+                time_basis TEXT,
+                PRIMARY KEY (run_id, result_index)
+            )""",
+            """CREATE TABLE kernels (
+                run_id TEXT NOT NULL,
+                result_index INTEGER NOT NULL,
+                kernel_index INTEGER NOT NULL,
+                kernel TEXT NOT NULL,
+                name TEXT NOT NULL,
+                state TEXT NOT NULL,
+                family TEXT,
+                nvtx TEXT,
+                matched_by TEXT NOT NULL,
+                PRIMARY KEY (run_id, result_index, kernel_index),
+                FOREIGN KEY (run_id, result_index)
+                    REFERENCES results (run_id, result_index) ON DELETE CASCADE
+            )""",
+            """CREATE TABLE metrics (
+                run_id TEXT NOT NULL,
+                result_index INTEGER NOT NULL,
+                kernel_index INTEGER NOT NULL,
+                metric_index INTEGER NOT NULL,
+                metric TEXT NOT NULL,
+                state TEXT NOT NULL,
+                value_number DOUBLE PRECISION,
+                value_text TEXT,
+                baseline_number DOUBLE PRECISION,
+                baseline_text TEXT,
+                unit TEXT NOT NULL,
+                bound TEXT NOT NULL,
+                PRIMARY KEY (run_id, result_index, kernel_index, metric_index),
+                FOREIGN KEY (run_id, result_index, kernel_index)
+                    REFERENCES kernels (run_id, result_index, kernel_index) ON DELETE CASCADE
+            )""",
+            "CREATE INDEX runs_by_time ON runs (recorded_at)",
+            "CREATE INDEX results_by_fingerprint ON results (fingerprint)",
+            "CREATE INDEX kernels_by_id ON kernels (kernel)",
+        ),
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+TABLES = ("runs", "results", "kernels", "metrics")
+
+CURRENT_VERSION = "SELECT MAX(version) FROM perfgate_migrations"
+RECORD_MIGRATION = "INSERT INTO perfgate_migrations (version, name, applied_at) VALUES (?, ?, ?)"
+
+RUN_DIGEST = "SELECT digest FROM runs WHERE run_id = ?"
+INSERT_RUN = """INSERT INTO runs (run_id, digest, recorded_at, commit_sha, branch, pull_request,
+    ci_job, status, exit_code, perfgate_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+INSERT_RESULT = """INSERT INTO results (run_id, result_index, baseline, fingerprint, gpu, cc,
+    ncu, driver, clock_control, cache_control, scope, time_basis)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+INSERT_KERNEL = """INSERT INTO kernels (run_id, result_index, kernel_index, kernel, name, state,
+    family, nvtx, matched_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+INSERT_METRIC = """INSERT INTO metrics (run_id, result_index, kernel_index, metric_index, metric,
+    state, value_number, value_text, baseline_number, baseline_text, unit, bound)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+SELECT_RUN = """SELECT run_id, recorded_at, commit_sha, branch, pull_request, ci_job, status,
+    exit_code, perfgate_version FROM runs WHERE run_id = ?"""
+SELECT_RESULTS = """SELECT result_index, baseline, gpu, cc, ncu, driver, clock_control,
+    cache_control, scope, time_basis FROM results WHERE run_id = ? ORDER BY result_index"""
+SELECT_KERNELS = """SELECT result_index, kernel_index, kernel, name, state, family, nvtx,
+    matched_by FROM kernels WHERE run_id = ? ORDER BY result_index, kernel_index"""
+SELECT_METRICS = """SELECT result_index, kernel_index, metric, state, value_number, value_text,
+    baseline_number, baseline_text, unit, bound FROM metrics WHERE run_id = ?
+    ORDER BY result_index, kernel_index, metric_index"""
+RUN_IDS = "SELECT run_id FROM runs ORDER BY recorded_at, run_id"
+
+# A kernel's points, oldest first: one row per run, result and metric. (No `? IS NULL`
+# for an optional filter: PostgreSQL cannot type such a parameter; SERIES_OF_METRIC is that.)
+SERIES = """SELECT r.run_id, r.recorded_at, r.commit_sha, r.branch, s.fingerprint, s.gpu, s.cc,
+    s.ncu, s.driver, s.clock_control, s.cache_control, s.scope, s.time_basis, k.kernel, k.name,
+    m.metric, m.state, m.value_number, m.value_text, m.baseline_number, m.unit, m.bound
+    FROM metrics m
+    JOIN kernels k ON k.run_id = m.run_id AND k.result_index = m.result_index
+        AND k.kernel_index = m.kernel_index
+    JOIN results s ON s.run_id = m.run_id AND s.result_index = m.result_index
+    JOIN runs r ON r.run_id = m.run_id
+    WHERE k.kernel = ?
+    ORDER BY r.recorded_at, r.run_id, m.metric"""
+SERIES_OF_METRIC = SERIES.replace("WHERE k.kernel = ?", "WHERE k.kernel = ? AND m.metric = ?")
+
+# Retention. The child rows go first: a store need not rely on ON DELETE CASCADE, which
+# SQLite honours only with its foreign_keys setting on.
+OLD_RUNS = "SELECT run_id FROM runs WHERE recorded_at < ?"
+KEPT_NEWEST = "SELECT run_id FROM runs ORDER BY recorded_at DESC, run_id DESC"
+DELETE_RUN = (
+    "DELETE FROM metrics WHERE run_id = ?",
+    "DELETE FROM kernels WHERE run_id = ?",
+    "DELETE FROM results WHERE run_id = ?",
+    "DELETE FROM runs WHERE run_id = ?",
+)
+
+
+def placeholders(statement: str, marker: str) -> str:
+    """The statement with each `?` as `marker` (a PostgreSQL driver's `%s`): the statements
+    above hold no `?` but their placeholders."""
+    return statement.replace("?", marker)
