@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from perfgate.baseline.model import KernelBaseline, KernelMatch
 from perfgate.causes.changes import (
     MISSING,
     NEW,
@@ -25,7 +26,21 @@ from perfgate.causes.changes import (
 )
 from perfgate.causes.model import CauseKind, KernelDelta, Side
 from perfgate.causes.rules import more_work, vectorized_access, wider_stores
+from perfgate.identity.configs import (
+    TRAFFIC,
+    TRAFFIC_INFO,
+    config_of,
+    median_traffic,
+    problem_sizes,
+    recorded_traffic,
+    sized_groups,
+    traffic,
+    with_traffic,
+)
 from perfgate.identity.families import family_of
+from perfgate.identity.grouping import KernelKey, split_work
+from perfgate.ingest.launches import Launch
+from perfgate.ingest.names import normalise, short_name
 from perfgate.lifecycle.calibrate import (
     DRAM_ABSOLUTE_FLOOR,
     NON_EXACT_COUNT_FLOOR,
@@ -37,6 +52,9 @@ from perfgate.lifecycle.calibrate import (
     lookback_floor,
     lookback_time_floor,
 )
+from perfgate.lifecycle.record import _metric_baseline
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.measure import Measured
 
 MiB = float(1 << 20)
 
@@ -429,3 +447,188 @@ def test_wider_elements_are_neither_more_work_nor_wider_vectors() -> None:
     assert grown is not None and grown.mechanism == "more-work"
     wider = vectorized_access(other)
     assert wider is not None and wider.mechanism == "vectorized-access"
+
+
+# -- record: which metrics a recorded baseline calibrates ----------------------------------------
+
+
+def _measured(name: str, value: float | str, low: float | None = None,
+              high: float | None = None) -> Measured:  # fmt: skip
+    reasons = ("long_scoreboard", "wait") if name.startswith("stall") else ()
+    return Measured(name, value, low, high, 3, "test", "test", "", reasons=reasons,
+                    family="latency" if reasons else "")  # fmt: skip
+
+
+def test_an_exact_count_of_a_not_exact_kernel_is_calibrated_though_its_runs_agree() -> None:
+    sectors = lookup("global_load_sectors")  # an exact count (docs/noise.md)
+    m = _measured("global_load_sectors", 1000.0, 1000.0, 1000.0)
+    runs = [1000.0, 1000.0, 1000.0]
+    look_back = _metric_baseline(m, sectors, runs, 14_000.0, "H100", not_exact=True)
+    assert look_back.threshold is not None
+    assert look_back.threshold.relative == 0.025  # the not-exact count floor
+    assert look_back.calibration is not None and "not exact" in look_back.calibration
+    # The same count of an exact kernel stays exact: no line in the file.
+    exact = _metric_baseline(m, sectors, runs, 14_000.0, "H100")
+    assert exact.threshold is None and exact.calibration is None
+    # Its own runs differing calibrate it as well.
+    moved = _metric_baseline(m, sectors, [1000.0, 1010.0, 1000.0], 14_000.0, "H100")
+    assert moved.threshold is not None and moved.threshold.relative > 0
+    # Two runs say nothing about a spread: the catalog's defaults stand.
+    two = _metric_baseline(m, sectors, runs[:2], 14_000.0, "H100", not_exact=True)
+    assert two.threshold is None
+    # A configuration metric of a not-exact kernel has no look-back floor: still exact.
+    regs = _metric_baseline(_measured("registers_per_thread", 32.0, 32.0, 32.0),
+                            lookup("registers_per_thread"), [32.0] * 3, 14_000.0, "H100",
+                            not_exact=True)  # fmt: skip
+    assert regs.threshold is None
+
+
+def test_a_noisy_metric_is_calibrated_whether_its_runs_agree_or_not() -> None:
+    duration = lookup("duration")
+    same = _metric_baseline(_measured("duration", 30_000.0, 30_000.0, 30_000.0), duration,
+                            [30_000.0] * 3, 30_000.0, "H100")  # fmt: skip
+    assert same.threshold is not None and same.threshold.relative == 0.04  # H100 from 20 us
+
+
+def test_a_median_metrics_launch_range_widens_its_bound_and_needs_both_ends() -> None:
+    dram = lookup("dram_bytes")  # a median over the launches
+    runs = [8.0 * MiB] * 3
+    ranged = _metric_baseline(_measured("dram_bytes", 8.0 * MiB, 7.6 * MiB, 8.4 * MiB), dram,
+                              [*runs[:2], 8.01 * MiB], 30_000.0, "H100")  # fmt: skip
+    assert ranged.threshold is not None
+    assert ranged.threshold.relative == pytest.approx(0.1)  # (8.4 - 7.6) / 8
+    # One end unknown: no range, the floor (2.1%, docs/noise.md) and spread decide.
+    open_end = _metric_baseline(_measured("dram_bytes", 8.0 * MiB, None, 8.4 * MiB), dram,
+                                [*runs[:2], 8.01 * MiB], 30_000.0, "H100")  # fmt: skip
+    assert open_end.threshold is not None and open_end.threshold.relative < 0.1
+
+
+def test_categorical_and_raw_metrics_keep_their_defaults_and_stall_shares_their_reasons() -> None:
+    dominant = _metric_baseline(_measured("dominant_stall", "long_scoreboard"),
+                                lookup("dominant_stall"), [1.0, 2.0, 3.0], 30_000.0, "H100",
+                                not_exact=True)  # fmt: skip
+    assert dominant.threshold is None
+    raw = "smsp__inst_executed.sum"
+    got = _metric_baseline(_measured(raw, 10.0, 10.0, 10.0), lookup(raw), [10.0, 12.0, 11.0],
+                           30_000.0, "H100")  # fmt: skip
+    assert got.threshold is None
+    # A share depends on the reason set it is taken over: kept; cycles per instruction not.
+    share = _metric_baseline(_measured("stall.long_scoreboard", 40.0, 40.0, 40.0),
+                             lookup("stall.long_scoreboard"), [40.0] * 3, 30_000.0)  # fmt: skip
+    assert share.reasons == ("long_scoreboard", "wait") and share.family == "latency"
+    cpi = _metric_baseline(_measured("stall_cpi.long_scoreboard", 4.0, 4.0, 4.0),
+                           lookup("stall_cpi.long_scoreboard"), [4.0] * 3, 30_000.0)  # fmt: skip
+    assert cpi.reasons is None and cpi.family is None
+
+
+# -- identity: an autotuned kernel's problem sizes, told by its traffic --------------------------
+
+_STORED, _READ = TRAFFIC
+
+
+def _launch(index: int, stored: float | None, read: float | None,
+            instructions: float = 1e6, block: int = 128) -> Launch:  # fmt: skip
+    metrics: dict[str, float | str] = {"smsp__inst_executed.sum": instructions}
+    if stored is not None:
+        metrics[_STORED] = stored
+    if read is not None:
+        metrics[_READ] = read
+    return Launch(index, SOFTMAX, SOFTMAX, (block, 1, 1), (16384, 1, 1), metrics,
+                  source=f"run{index % 3 + 1}.csv")  # fmt: skip
+
+
+def test_traffic_is_store_sectors_plus_dram_read_sectors() -> None:
+    assert traffic(_launch(0, 1000.0, 64_000.0)) == 1000.0 + 64_000.0 / 32
+    assert traffic(_launch(0, None, 64_000.0)) is None
+    assert traffic(_launch(0, 1000.0, None)) is None
+    # The median launch's (the upper middle of an even count), none where none is known.
+    launches = [_launch(i, s, 0.0) for i, s in enumerate((30.0, 10.0, 20.0, 40.0))]
+    assert median_traffic(launches) == 30.0
+    assert median_traffic(launches[:3]) == 20.0
+    assert median_traffic([_launch(0, None, None)]) is None
+
+
+def test_problem_sizes_split_by_traffic_beyond_the_gap_and_the_floor() -> None:
+    # N=1000 and N=3000 on 16384 rows (fam-a triton-sizes): stores x3, far beyond 1.25.
+    small = [_launch(i, 512_000.0, 2 * 32 * 512_000.0, block=64 * (i + 1)) for i in range(3)]
+    large = [_launch(3 + i, 1_536_000.0, 2 * 32 * 1_536_000.0) for i in range(3)]
+    sizes = problem_sizes(large + small)
+    assert [[la.index for la in s] for s in sizes] == [[0, 1, 2], [3, 4, 5]]  # smallest first
+    # x3 of a few sectors is within the 2048-sector floor: one size.
+    tiny = [_launch(0, 100.0, 0.0), _launch(1, 300.0, 0.0)]
+    assert len(problem_sizes(tiny)) == 1
+    # Beyond the floor by one sector splits; at the floor does not.
+    assert len(problem_sizes([_launch(0, 100.0, 0.0), _launch(1, 2149.0, 0.0)])) == 2
+    assert len(problem_sizes([_launch(0, 100.0, 0.0), _launch(1, 2148.0, 0.0)])) == 1
+    # Traffic unknown on a launch: one size.
+    assert len(problem_sizes([*small, _launch(9, None, 1.0)])) == 1
+
+
+def test_work_classes_split_beyond_the_gap_only() -> None:
+    def at(values: tuple[float, ...]) -> list[list[int]]:
+        launches = [_launch(i, 0.0, 0.0, instructions=v) for i, v in enumerate(values)]
+        return [[la.index for la in c] for c in split_work(launches)]
+
+    assert at((1000.0, 1250.0)) == [[0, 1]]  # x1.25 is the gap itself
+    assert at((1000.0, 1251.0)) == [[0], [1]]
+    assert at((1251.0, 1000.0, 2000.0)) == [[1], [0], [2]]
+    assert at((0.0, 1000.0)) == [[0, 1]]  # a count of 0: not decidable
+    assert split_work([]) == [[]]
+
+
+def test_sized_groups_key_each_size_by_name_and_class_only_when_several() -> None:
+    small = [_launch(i, 512_000.0, 0.0, block=64 * (i + 1)) for i in range(3)]
+    large = [_launch(3 + i, 1_536_000.0, 0.0) for i in range(3)]
+    key = KernelKey(SOFTMAX, (16384, 1, 1), (128, 1, 1), None)
+    groups = sized_groups(key, large + small)
+    assert [(g.key.grid, g.key.block, g.key.work) for g in groups] == [
+        (None, None, 1), (None, None, 2),
+    ]  # fmt: skip
+    one = sized_groups(key, small)
+    assert len(one) == 1 and one[0].key.work is None
+
+
+def test_a_tuned_sizes_entry_records_its_traffic_for_the_check_to_pair() -> None:
+    launches = [_launch(i, 512_000.0, 32 * 1000.0, block=64 * (i + 1)) for i in range(3)]
+    # Autotuned: its configuration differed between the recorded runs.
+    configs = tuple(config_of(la) for la in launches)
+    base = KernelBaseline("softmax", KernelMatch(name=SOFTMAX, work=1), (), configurations=configs)
+    assert base.tuned
+    got = with_traffic(base, launches)
+    assert got.info[TRAFFIC_INFO] == 512_000.0 + 1000.0
+    assert recorded_traffic(got) == 512_000.0 + 1000.0
+    # Not tuned, not one size of several, or no traffic: as it is.
+    untuned = replace(base, configurations=())
+    assert with_traffic(untuned, launches) == untuned
+    unsized = replace(base, match=KernelMatch(name=SOFTMAX))
+    assert with_traffic(unsized, launches) == unsized
+    assert with_traffic(base, [_launch(0, None, None)]) == base
+    assert recorded_traffic(base) is None
+    assert recorded_traffic(replace(base, info={TRAFFIC_INFO: 0.0})) is None
+    assert recorded_traffic(replace(base, info={TRAFFIC_INFO: "x"})) is None
+
+
+# -- names: XLA's renumbered fusions ---------------------------------------------------------------
+
+
+def test_xla_fusion_numbers_are_normalised_and_inductors_rule_comes_first() -> None:
+    # fam-a jax-train -> fam-b jax-remat: gemm_fusion_dot_general_8 -> _10, and the first
+    # of a name unnumbered (loop_multiply_fusion -> loop_multiply_fusion_2).
+    assert normalise("gemm_fusion_dot_general_8") == normalise("gemm_fusion_dot_general_10")
+    assert normalise("loop_multiply_fusion") == normalise("loop_multiply_fusion_2")
+    assert normalise("wrapped_transpose") == normalise("wrapped_transpose_3")
+    # Inductor's numbered names: its own rule, once (not a second "_#" by XLA's).
+    assert normalise("triton_poi_fused_add_mul_relu_1") == "triton_poi_fused_add_mul_relu_#"
+    # A C++ kernel is no XLA fusion.
+    cxx = "void at::native::reduce_kernel<512, 1>(T3)"
+    assert normalise(cxx) == cxx
+
+
+def test_short_names_keep_xlas_fusion_number() -> None:
+    # The names are bare identifiers, told apart by their number alone.
+    assert short_name("gemm_fusion_dot_general_12") == "gemm_fusion_dot_general_12"
+    assert short_name("loop_multiply_fusion_2") != short_name("loop_multiply_fusion")
+    # Inductor's number goes, as it always did.
+    assert short_name("triton_poi_fused_add_mul_relu_1") == short_name(
+        "triton_poi_fused_add_mul_relu_0"
+    )
