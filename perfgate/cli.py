@@ -1158,9 +1158,7 @@ def _say_stored(stored: Any) -> None:
     help="Baseline YAML file, or a directory of them; as for perfgate check.",
 )  # fmt: skip
 @_capture_files_option("ncu capture; repeat for several runs (as for perfgate check).")
-@click.option(
-    "--allow-other-gpu", is_flag=True, help="As for perfgate check: compare across GPUs."
-)
+@click.option("--allow-other-gpu", is_flag=True, help="As for perfgate check: compare across GPUs.")
 @_context_options
 @_guard
 def history_add_command(

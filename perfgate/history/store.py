@@ -65,6 +65,8 @@ class SqliteStore:
             raise HistoryError(f"cannot open: {exc}", self.path) from exc
         try:
             self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            # Whose file it is, asked before WAL is set: setting it rewrites another's file.
+            self._refuse_foreign(self._tables())
             self._db.execute("PRAGMA journal_mode = WAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
@@ -102,15 +104,16 @@ class SqliteStore:
         rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {r[0] for r in rows}
 
+    def _refuse_foreign(self, tables: set[str]) -> None:
+        if tables and "perfgate_migrations" not in tables:
+            raise HistoryError(
+                f"not a perfgate history: it holds other tables ({', '.join(sorted(tables)[:5])})",
+                self.path,
+            )
+
     def _migrate(self) -> None:
         with self._write() as db:
-            tables = self._tables()
-            if tables and "perfgate_migrations" not in tables:
-                raise HistoryError(
-                    "not a perfgate history: it holds other tables "
-                    f"({', '.join(sorted(tables)[:5])})",
-                    self.path,
-                )
+            self._refuse_foreign(self._tables())
             db.execute(sql.MIGRATIONS_TABLE)
             current = db.execute(sql.CURRENT_VERSION).fetchone()[0] or 0
             if current > sql.SCHEMA_VERSION:
