@@ -6,11 +6,13 @@ kernel names are those of the real captures under tests/data/field/families (fam
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import replace
 
 import pytest
 
-from perfgate.baseline.model import KernelBaseline, KernelMatch
+from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch
 from perfgate.causes.changes import (
     MISSING,
     NEW,
@@ -27,6 +29,7 @@ from perfgate.causes.changes import (
 from perfgate.causes.model import CauseKind, KernelDelta, Side
 from perfgate.causes.rules import more_work, vectorized_access, wider_stores
 from perfgate.identity.configs import (
+    CONFIG_INDEPENDENT,
     TRAFFIC,
     TRAFFIC_INFO,
     config_of,
@@ -39,7 +42,8 @@ from perfgate.identity.configs import (
 )
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelKey, split_work
-from perfgate.ingest.launches import Launch
+from perfgate.ingest import read_captures
+from perfgate.ingest.launches import Launch, merge
 from perfgate.ingest.names import normalise, short_name
 from perfgate.lifecycle.calibrate import (
     DRAM_ABSOLUTE_FLOOR,
@@ -52,9 +56,10 @@ from perfgate.lifecycle.calibrate import (
     lookback_floor,
     lookback_time_floor,
 )
-from perfgate.lifecycle.record import _metric_baseline
+from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured
+from tests.conftest import ROOT
 
 MiB = float(1 << 20)
 
@@ -472,7 +477,11 @@ def test_an_exact_count_of_a_not_exact_kernel_is_calibrated_though_its_runs_agre
     assert exact.threshold is None and exact.calibration is None
     # Its own runs differing calibrate it as well.
     moved = _metric_baseline(m, sectors, [1000.0, 1010.0, 1000.0], 14_000.0, "H100")
-    assert moved.threshold is not None and moved.threshold.relative > 0
+    assert moved.threshold is not None
+    assert (moved.threshold.relative or 0.0) > 0
+    # The bound is written to 4 decimals: twice a spread of 1/3000 is 0.0007.
+    fine = _metric_baseline(m, sectors, [3000.0, 3001.0, 3000.0], 14_000.0, "H100")
+    assert fine.threshold is not None and fine.threshold.relative == round(2 / 3000, 4)
     # Two runs say nothing about a spread: the catalog's defaults stand.
     two = _metric_baseline(m, sectors, runs[:2], 14_000.0, "H100", not_exact=True)
     assert two.threshold is None
@@ -500,7 +509,12 @@ def test_a_median_metrics_launch_range_widens_its_bound_and_needs_both_ends() ->
     # One end unknown: no range, the floor (2.1%, docs/noise.md) and spread decide.
     open_end = _metric_baseline(_measured("dram_bytes", 8.0 * MiB, None, 8.4 * MiB), dram,
                                 [*runs[:2], 8.01 * MiB], 30_000.0, "H100")  # fmt: skip
-    assert open_end.threshold is not None and open_end.threshold.relative < 0.1
+    assert open_end.threshold is not None
+    assert (open_end.threshold.relative or 1.0) < 0.1
+    # A value of 0 has no relative range: the floor alone (L2 sectors: 5%, docs/noise.md).
+    zero = _metric_baseline(_measured("l2_sectors", 0.0, 0.0, 0.0), lookup("l2_sectors"),
+                            [0.0] * 3, 30_000.0, "H100")  # fmt: skip
+    assert zero.threshold is not None and zero.threshold.relative == 0.05
 
 
 def test_categorical_and_raw_metrics_keep_their_defaults_and_stall_shares_their_reasons() -> None:
@@ -632,3 +646,48 @@ def test_short_names_keep_xlas_fusion_number() -> None:
     assert short_name("triton_poi_fused_add_mul_relu_1") == short_name(
         "triton_poi_fused_add_mul_relu_0"
     )
+
+
+# -- record on fam-a's real captures --------------------------------------------------------------
+
+FAM_A = ROOT / "tests" / "data" / "field" / "families" / "fam-a"
+
+
+@functools.cache
+def _recorded(family: str) -> Baseline:
+    runs = [read_captures([str(FAM_A / f"{family}-run{i}.csv.gz")]) for i in (1, 2, 3)]
+    return record(merge(runs), RecordSettings()).baseline
+
+
+def test_cubs_look_back_kernels_calibrate_their_load_sectors_and_exact_kernels_do_not() -> None:
+    base = _recorded("cub")
+    look_back = [k for k in base.kernels if re.search(r"Onesweep|SelectSweep", k.name or "")]
+    assert len(look_back) >= 3
+    for k in look_back:
+        sectors = next(m for m in k.metrics if m.name == "global_load_sectors")
+        assert sectors.threshold is not None, k.id
+        assert (sectors.threshold.relative or 0.0) >= 0.025, k.id  # the not-exact count floor
+    fill = next(k for k in base.kernels if "fill_reverse_indices_kernel" in (k.name or ""))
+    assert next(m for m in fill.metrics if m.name == "global_load_sectors").threshold is None
+
+
+def test_an_autotuned_sizes_entry_gates_what_its_configuration_does_not_decide() -> None:
+    base = _recorded("triton-sizes")
+    sizes = [k for k in base.kernels if k.tuned]
+    assert len(sizes) == 2  # softmax_kernel at N=1000 and N=3000
+    for k in sizes:
+        gated = {m.name for m in k.metrics}
+        assert gated <= set(CONFIG_INDEPENDENT) and "duration" in gated, gated
+        # What it does not gate is in `info`, never both.
+        assert not gated & set(k.info), gated & set(k.info)
+        assert "achieved_occupancy" in k.info
+        # Its time: one configuration's noise; its counts: their own calibration.
+        duration = next(m for m in k.metrics if m.name == "duration")
+        assert duration.calibration is not None
+        assert duration.calibration.startswith("per configuration"), duration.calibration
+        others = [m for m in k.metrics if m.name != "duration" and m.calibration is not None]
+        assert all(
+            not m.calibration.startswith("per configuration") for m in others if m.calibration
+        )
+        assert recorded_traffic(k) is not None
+        assert k.launches == 1  # each size once a run (tests/data/field/families/README.md)
