@@ -21,6 +21,7 @@ from perfgate.causes.changes import (
     _grew,
     _optimizer,
     _repeated_gemm,
+    dtype_rule,
     element_type_rule,
     optimizer_rule,
     recomputation_rule,
@@ -691,3 +692,59 @@ def test_an_autotuned_sizes_entry_gates_what_its_configuration_does_not_decide()
         )
         assert recorded_traffic(k) is not None
         assert k.launches == 1  # each size once a run (tests/data/field/families/README.md)
+
+
+# -- changes: the model's dtype takes ATen's type-erased copies along ----------------------------
+
+_CAT = "void at::<unnamed>::CatArrayBatchedCopy<at::<unnamed>::OpaqueType<{n}>, unsigned int, 3, 64, 64>(T1 *, at::<unnamed>::CatArrInputTensorMetadata<T1, T2, T4, T5>, at::<unnamed>::TensorSizeStride<T2, 4>, int, T2)"
+_NORM = "void at::<unnamed>::vectorized_layer_norm_kernel<{t}, float, 0>(int, T2, const T1 *, const T1 *, const T1 *, T2 *, T2 *, T1 *)"
+
+
+def test_fp16_to_fp32_folds_the_cat_copies_of_either_width_and_no_other() -> None:
+    # fam-a vit (fp16) against fam-b vit-fp32: a GEMM, a layer norm and the cat copy each side.
+    missing = [
+        _k("g16", "nvjet_sm90_hsh_128x144_64x6_2x1_v_bz_coopA_bias_TNT", MISSING),
+        _k("n16", _NORM.format(t="c10::Half"), MISSING),
+        _k("c2", _CAT.format(n=2), MISSING),
+        _k("c8", _CAT.format(n=8), MISSING),  # 8-byte elements: neither type's
+    ]
+    new = [
+        _k(
+            "g32",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+            NEW,
+        ),
+        _k("n32", _NORM.format(t="float"), NEW),
+        _k("c4", _CAT.format(n=4), NEW),
+    ]
+    got = dtype_rule(missing, new)
+    assert got is not None
+    kind, title, lever, claimed = got
+    # fp16 GEMMs ran on tensor cores, the fp32 ones on FFMA.
+    assert (kind, title) == ("dtype", "dtype of the whole model: FP16 -> FP32 (tensor cores lost)")
+    assert "torch.float32" in lever and "float16 was the recorded one" in lever
+    assert {k.id for k in claimed} == {"g16", "n16", "c2", "g32", "n32", "c4"}
+    # The other way they are gained; between two tensor-core types neither.
+    back = dtype_rule(
+        [replace(k, side=MISSING) for k in new], [replace(k, side=NEW) for k in missing]
+    )
+    assert back is not None and back[1].endswith("FP32 -> FP16 (tensor cores gained)"), back[1]
+    bf16 = [_k("g", "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT", NEW),
+            _k("n", _NORM.format(t="c10::BFloat16"), NEW)]  # fmt: skip
+    both = dtype_rule(missing, bf16)
+    assert both is not None and both[1] == "dtype of the whole model: FP16 -> BF16", both[1]
+    # Without a GEMM on a side it is no whole-model change.
+    assert dtype_rule(missing[1:], new) is None
+    assert dtype_rule(missing, new[1:]) is None
+
+
+def test_two_factors_as_common_the_first_kernels_is_the_programs() -> None:
+    # Three kernels at x2 and three at x3 (the check lists them heaviest first): the first
+    # listed factor is taken, not the last one seen, and the x3 kernels are not "grew less".
+    kernels = [_scaled(i, 2.0) for i in range(3)] + [_scaled(3 + i, 3.0) for i in range(3)]
+    got = scaled_work_rule([], [], kernels)
+    assert got is not None
+    assert got[1] == (
+        "More work: x2.00 across 3 kernels: launches, instructions and sectors scaled together"
+    )
+    assert {k.id for k in got[3]} == {"k0", "k1", "k2"}
