@@ -130,13 +130,13 @@ def tuning_pairs() -> list[Pair]:
              _runs(FIELD / "h200" / "h200-a", w, 3), (), within=True)
         for w in FIELD_H200
     ]  # fmt: skip
-    # The seven families (tests/data/field/families): fam-a's 3 runs against fam-b, and fam-c
-    # (held back for its first evaluation, tuning data since).
+    # The seven families (tests/data/field/families): fam-a's 3 runs against fam-b, fam-c and
+    # fam-d (fam-c and fam-d each held back for one evaluation, tuning data since).
     fams = FIELD / "families"
     pairs += [
         Pair(f"H100 families fam-a vs {sb}", "H100", w, _runs(fams / "fam-a", w, 3),
              _runs(fams / sb, w, 1))
-        for sb in ("fam-b", "fam-c")
+        for sb in ("fam-b", "fam-c", "fam-d")
         for w in FAMILIES
     ]  # fmt: skip
     old = {"root": (H100_OLD, ".csv"), "session1": (H100_OLD / "session1", ".csv.gz"),
@@ -158,11 +158,6 @@ def held_back_pairs() -> list[Pair]:
              _runs(h100 / s, w, 1))
         for s in ("h100-e", "h100-f")
         for w in FIELD_H100
-    ]  # fmt: skip
-    pairs += [
-        Pair("H100 families fam-a vs fam-d (held back)", "H100", w,
-             _runs(FIELD / "families" / "fam-a", w, 3), _runs(FIELD / "families" / "fam-d", w, 1))
-        for w in FAMILIES
     ]  # fmt: skip
     h200c = FIELD / "h200" / "h200-c"
     pairs += [
@@ -244,6 +239,7 @@ class Change:
     range_a: float = 0.0  # side A's launch range of a median metric (record's bound covers it)
     value_a: float | None = None  # side A's value (DRAM bytes' floor depends on the size)
     kernel_varies: bool = False  # the kernel's instructions differ between side A's runs
+    reuse_a: float | None = None  # side A's L2 bytes over its DRAM bytes (calibrate.reuse_floor)
 
 
 BANDS = ((5_000.0, "< 5 us"), (20_000.0, "5-20 us"), (math.inf, ">= 20 us"))
@@ -310,6 +306,14 @@ class PairResult:
     unmatched: int  # kernels (by name, grid, block) on one side only
 
 
+def _reuse(run: KernelRun) -> float | None:
+    """A kernel's L2 bytes over its DRAM bytes in one run (perfgate.lifecycle.record._reuse)."""
+    l2, dram = run.values.get("l2_sectors"), run.values.get("dram_bytes")
+    if isinstance(l2, float) and isinstance(dram, float) and dram > 0:
+        return l2 * 32.0 / dram
+    return None
+
+
 def compare(pair: Pair) -> PairResult:
     files = [*pair.a, *pair.b]
     excluded = config_varying(files)
@@ -342,6 +346,7 @@ def compare(pair: Pair) -> PairResult:
                     max(runs[p][key].ranges.get(metric, 0.0) for p in pair.a),
                     va if isinstance(va, float) else None,
                     spreads[key].get("instructions_executed", 0.0) >= VARIES_SPREAD,
+                    _reuse(ra),
                 ))  # fmt: skip
     return PairResult(pair, tuple(changes), frozenset(excluded), len(kept), len(unmatched))
 
@@ -525,7 +530,7 @@ def floor_needs(changes: Iterable[Change]) -> list[FloorNeed]:
         if role_of(c.metric, c.duration_ns, moved) is Role.EVIDENCE:
             continue
         varies = c.spread_a >= VARIES_SPREAD
-        noise = KernelNoise(c.duration_ns, c.gpu, varies, c.kernel_varies, c.value_a)
+        noise = KernelNoise(c.duration_ns, c.gpu, varies, c.kernel_varies, c.value_a, c.reuse_a)
         floor = FLOORS[c.metric](noise)
         # Time: the floor alone covers every cross-start change, since a baseline's runs can
         # agree within 0.1% on a start and the next start still move 3.5% (the cuDNN

@@ -49,8 +49,8 @@ def test_the_floors_are_those_docs_noise_md_gives() -> None:
     ("gpu", "us", "floor"),
     # docs/noise.md: per GPU kind, linear between the points; another kind takes H200's.
     [("NVIDIA H100 80GB HBM3", 0.5, 0.08), ("NVIDIA H100 80GB HBM3", 2, 0.08),
-     ("NVIDIA H100 80GB HBM3", 6, (0.08 + 0.065) / 2), ("NVIDIA H100 80GB HBM3", 10, 0.065),
-     ("NVIDIA H100 80GB HBM3", 15, (0.065 + 0.04) / 2), ("NVIDIA H100 80GB HBM3", 20, 0.04),
+     ("NVIDIA H100 80GB HBM3", 6, (0.08 + 0.07) / 2), ("NVIDIA H100 80GB HBM3", 10, 0.07),
+     ("NVIDIA H100 80GB HBM3", 15, (0.07 + 0.04) / 2), ("NVIDIA H100 80GB HBM3", 20, 0.04),
      ("NVIDIA H100 80GB HBM3", 2000, 0.04), ("NVIDIA H200", 2, 0.08),
      ("NVIDIA H200", 6, (0.08 + 0.11) / 2), ("NVIDIA H200", 10, 0.11),
      ("NVIDIA H200", 15, (0.11 + 0.055) / 2),

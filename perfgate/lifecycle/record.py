@@ -96,6 +96,19 @@ def _per_run(defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str
     return out
 
 
+def _reuse(launches: Sequence[Launch], columns: frozenset[str]) -> float | None:
+    """How many times over a kernel reads its DRAM bytes from L2: its L2 sectors x 32 bytes over
+    its DRAM bytes (calibrate.reuse_floor); None where the capture lacks either."""
+    values = []
+    for name in ("l2_sectors", "dram_bytes"):
+        got = measure(lookup(name), launches, columns)
+        if not isinstance(got, Measured) or not isinstance(got.value, float):
+            return None
+        values.append(got.value)
+    l2_sectors, dram = values
+    return l2_sectors * 32.0 / dram if dram > 0 else None
+
+
 def _metric_baseline(
     m: Measured,
     defn: MetricDef,
@@ -103,6 +116,7 @@ def _metric_baseline(
     duration: float | None,
     gpu: str | None = None,
     not_exact: bool = False,
+    reuse: float | None = None,
 ) -> MetricBaseline:
     threshold = None
     note = None
@@ -124,7 +138,7 @@ def _metric_baseline(
         if defn.aggregate is Aggregate.MEDIAN and m.low is not None and m.high is not None:
             value = float(m.value)
             launch_range = (m.high - m.low) / abs(value) if value else 0.0
-        calibration = calibrate(defn, per_run, duration, launch_range, gpu, not_exact)
+        calibration = calibrate(defn, per_run, duration, launch_range, gpu, not_exact, reuse)
         threshold = ThresholdOverride(
             relative=round(calibration.relative, 4), absolute=calibration.absolute
         )
@@ -211,6 +225,7 @@ def record_kernel(
         seen = with_durations(seen, launches, lambda run: _duration(run, capture))
     # Instructions that differ between runs make the kernel's other counts not exact either.
     not_exact = kernel_varies(_per_run(lookup("instructions_executed"), launches, capture.columns))
+    reuse = _reuse(launches, capture.columns)
     metrics: list[MetricBaseline] = []
     for name in gated:
         defn = lookup(name)
@@ -222,7 +237,7 @@ def record_kernel(
             metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration, gpu))
             continue
         per_run = _per_run(defn, launches, capture.columns)
-        metrics.append(_metric_baseline(result, defn, per_run, duration, gpu, not_exact))
+        metrics.append(_metric_baseline(result, defn, per_run, duration, gpu, not_exact, reuse))
     if not metrics:
         return None, skipped
     # Beside the gated values, what the differential diagnosis reads on both sides of a
