@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch
+from perfgate.causes import diagnose
 from perfgate.causes.changes import (
     MISSING,
     NEW,
@@ -748,3 +749,17 @@ def test_two_factors_as_common_the_first_kernels_is_the_programs() -> None:
         "More work: x2.00 across 3 kernels: launches, instructions and sectors scaled together"
     )
     assert {k.id for k in got[3]} == {"k0", "k1", "k2"}
+
+
+def test_wider_stores_and_more_work_rank_among_the_other_causes() -> None:
+    # The output's type is the kernel's own change: it leads a launch count that moved with
+    # it, and a mechanism that costs more (divergence) leads it.
+    d = _stores(instructions_executed=(1000.0, 1300.0))
+    twice = replace(d, current=replace(d.current, launches=2.0))
+    assert [c.mechanism for c in diagnose(twice).causes] == ["wider-stores", "launch-count"]
+    diverged = _stores(instructions_executed=(1000.0, 1300.0),
+                       warp_execution_efficiency=(90.0, 60.0))  # fmt: skip
+    assert [c.mechanism for c in diagnose(diverged).causes] == ["divergence", "wider-stores"]
+    # More work, a regression, leads the wider vector stores beside it, a change.
+    other = _stores(stored=3.0, used=1.0, per_request=3.0, instructions_executed=(1000.0, 1300.0))
+    assert [c.mechanism for c in diagnose(other).causes] == ["more-work", "vectorized-access"]
