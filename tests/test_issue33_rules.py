@@ -729,11 +729,13 @@ def test_fp16_to_fp32_folds_the_cat_copies_of_either_width_and_no_other() -> Non
     back = dtype_rule(
         [replace(k, side=MISSING) for k in new], [replace(k, side=NEW) for k in missing]
     )
-    assert back is not None and back[1].endswith("FP32 -> FP16 (tensor cores gained)"), back[1]
+    assert back is not None
+    assert back[1].endswith("FP32 -> FP16 (tensor cores gained)"), back[1]
     bf16 = [_k("g", "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT", NEW),
             _k("n", _NORM.format(t="c10::BFloat16"), NEW)]  # fmt: skip
     both = dtype_rule(missing, bf16)
-    assert both is not None and both[1] == "dtype of the whole model: FP16 -> BF16", both[1]
+    assert both is not None
+    assert both[1] == "dtype of the whole model: FP16 -> BF16", both[1]
     # Without a GEMM on a side it is no whole-model change.
     assert dtype_rule(missing[1:], new) is None
     assert dtype_rule(missing, new[1:]) is None
