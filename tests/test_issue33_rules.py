@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch
+from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+from perfgate.causes import diagnose
 from perfgate.causes.changes import (
     MISSING,
     NEW,
@@ -42,7 +43,8 @@ from perfgate.identity.configs import (
     with_traffic,
 )
 from perfgate.identity.families import family_of
-from perfgate.identity.grouping import KernelKey, split_work
+from perfgate.identity.grouping import KernelKey, group_launches, split_work
+from perfgate.identity.matching import match
 from perfgate.ingest import read_captures
 from perfgate.ingest.launches import Launch, merge
 from perfgate.ingest.names import normalise, short_name
@@ -728,11 +730,13 @@ def test_fp16_to_fp32_folds_the_cat_copies_of_either_width_and_no_other() -> Non
     back = dtype_rule(
         [replace(k, side=MISSING) for k in new], [replace(k, side=NEW) for k in missing]
     )
-    assert back is not None and back[1].endswith("FP32 -> FP16 (tensor cores gained)"), back[1]
+    assert back is not None
+    assert back[1].endswith("FP32 -> FP16 (tensor cores gained)"), back[1]
     bf16 = [_k("g", "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT", NEW),
             _k("n", _NORM.format(t="c10::BFloat16"), NEW)]  # fmt: skip
     both = dtype_rule(missing, bf16)
-    assert both is not None and both[1] == "dtype of the whole model: FP16 -> BF16", both[1]
+    assert both is not None
+    assert both[1] == "dtype of the whole model: FP16 -> BF16", both[1]
     # Without a GEMM on a side it is no whole-model change.
     assert dtype_rule(missing[1:], new) is None
     assert dtype_rule(missing, new[1:]) is None
@@ -748,3 +752,107 @@ def test_two_factors_as_common_the_first_kernels_is_the_programs() -> None:
         "More work: x2.00 across 3 kernels: launches, instructions and sectors scaled together"
     )
     assert {k.id for k in got[3]} == {"k0", "k1", "k2"}
+
+
+def test_wider_stores_and_more_work_rank_among_the_other_causes() -> None:
+    # The output's type is the kernel's own change: it leads a launch count that moved with
+    # it, and a mechanism that costs more (divergence) leads it.
+    d = _stores(instructions_executed=(1000.0, 1300.0))
+    twice = replace(d, current=replace(d.current, launches=2.0))
+    assert [c.mechanism for c in diagnose(twice).causes] == ["wider-stores", "launch-count"]
+    diverged = _stores(instructions_executed=(1000.0, 1300.0),
+                       warp_execution_efficiency=(90.0, 60.0))  # fmt: skip
+    assert [c.mechanism for c in diagnose(diverged).causes] == ["divergence", "wider-stores"]
+    # More work, a regression, leads the wider vector stores beside it, a change.
+    other = _stores(stored=3.0, used=1.0, per_request=3.0, instructions_executed=(1000.0, 1300.0))
+    assert [c.mechanism for c in diagnose(other).causes] == ["more-work", "vectorized-access"]
+
+
+# -- matching: an autotuned kernel's sizes in a check ---------------------------------------------
+
+
+def _n_cols(launch: Launch) -> int:
+    """A softmax launch's row length from its DRAM reads: 16384 bf16 rows (its input)."""
+    read = launch.metrics[_READ]
+    assert isinstance(read, float)
+    return round(read / (16384 * 2) / 100) * 100
+
+
+def test_each_recorded_size_takes_the_checks_launches_of_that_size_whatever_their_config() -> None:
+    base = _recorded("triton-sizes")
+    capture = read_captures([str(FAM_A.parent / "fam-b" / "triton-sizes-run1.csv.gz")])
+    groups = group_launches(capture.launches)
+    matched = match(base, groups)
+    sizes = [k for k in base.kernels if k.tuned]
+    assert len(sizes) == 2
+    by_size: dict[int, set[int]] = {}
+    for la in capture.launches:
+        if la.name == SOFTMAX:
+            by_size.setdefault(_n_cols(la), set()).add(la.index)
+    assert sorted(by_size) == [1000, 3000]
+    took = {k.id: {la.index for la in matched.launches(k.id)} for k in sizes}
+    # Each entry one size, all of its launches (at any grid and block), none of the other's.
+    assert sorted(took.values(), key=min) == [by_size[1000], by_size[3000]]
+    # The launches of the other kernel stay its own.
+    norm = next(k for k in base.kernels if k.match.name == "layernorm_kernel")
+    assert {la.name for la in matched.launches(norm.id)} == {"layernorm_kernel"}
+    assert not [g for g in matched.unclaimed if g.key.name == SOFTMAX]
+
+
+def test_without_traffic_the_sizes_pair_by_their_number() -> None:
+    base = _recorded("triton-sizes")
+    capture = read_captures([str(FAM_A.parent / "fam-b" / "triton-sizes-run1.csv.gz")])
+    # A capture without DRAM reads: no size can be told, one class of all the launches,
+    # which the first size's entry takes; the second is missing.
+    bare = [replace(la, metrics={k: v for k, v in la.metrics.items() if k != _READ})
+            for la in capture.launches]  # fmt: skip
+    matched = match(base, group_launches(bare))
+    first, second = sorted((k for k in base.kernels if k.tuned), key=lambda k: k.match.work or 0)
+    assert {la.index for la in matched.launches(first.id)} == {
+        la.index for la in bare if la.name == SOFTMAX
+    }
+    assert not list(matched.launches(second.id))
+
+
+def _fusion(index: int, name: str, instructions: float) -> Launch:
+    return Launch(index, name, name, (256, 1, 1), (64, 1, 1),
+                  {"smsp__inst_executed.sum": instructions})  # fmt: skip
+
+
+def _entry(name: str, instructions: float) -> KernelBaseline:
+    return KernelBaseline(name, KernelMatch(name=name, grid=(64, 1, 1), block=(256, 1, 1)),
+                          (MetricBaseline("instructions_executed", instructions),))  # fmt: skip
+
+
+def test_renumbered_fusions_pair_by_work_but_a_tie_is_never_guessed() -> None:
+    # jax-remat renumbered two fusions of one name into three (fam-b): each recorded one
+    # finds the group of its own work; the third is new.
+    base = Baseline((_entry("gemm_fusion_dot_general_8", 15_466_496.0),
+                     _entry("gemm_fusion_dot_general_12", 3_000_000.0)))  # fmt: skip
+    now = [_fusion(0, "gemm_fusion_dot_general_10", 15_466_496.0),
+           _fusion(1, "gemm_fusion_dot_general_14", 3_000_000.0),
+           _fusion(2, "gemm_fusion_dot_general_18", 40_000_000.0)]  # fmt: skip
+    matched = match(base, group_launches(now))
+    assert [la.index for la in matched.launches("gemm_fusion_dot_general_8")] == [0]
+    assert [la.index for la in matched.launches("gemm_fusion_dot_general_12")] == [1]
+    assert matched.how["gemm_fusion_dot_general_8"] == "renamed: was gemm_fusion_dot_general_8"
+    assert [g.key.name for g in matched.unclaimed] == ["gemm_fusion_dot_general_18"]
+    # Two groups as near the entry's work: which is it cannot be told, so neither.
+    tied = [_fusion(0, "gemm_fusion_dot_general_10", 15_466_496.0),
+            _fusion(1, "gemm_fusion_dot_general_14", 15_466_496.0),
+            _fusion(2, "gemm_fusion_dot_general_18", 3_000_000.0)]  # fmt: skip
+    matched = match(base, group_launches(tied))
+    assert not list(matched.launches("gemm_fusion_dot_general_8"))
+    assert [la.index for la in matched.launches("gemm_fusion_dot_general_12")] == [2]
+    # Beyond the work gap (x1.25) the nearest group is another kernel.
+    far = [_fusion(0, "gemm_fusion_dot_general_10", 15_466_496.0 * 1.3),
+           _fusion(1, "gemm_fusion_dot_general_14", 3_000_000.0),
+           _fusion(2, "gemm_fusion_dot_general_18", 40_000_000.0)]  # fmt: skip
+    matched = match(base, group_launches(far))
+    assert not list(matched.launches("gemm_fusion_dot_general_8"))
+    # Two entries as near one group: neither takes it.
+    twins = Baseline((_entry("gemm_fusion_dot_general_8", 15_466_496.0),
+                      _entry("gemm_fusion_dot_general_12", 15_466_496.0)))  # fmt: skip
+    matched = match(twins, group_launches(now))
+    assert not list(matched.launches("gemm_fusion_dot_general_8"))
+    assert not list(matched.launches("gemm_fusion_dot_general_12"))
