@@ -48,6 +48,7 @@ from perfgate.identity.matching import match
 from perfgate.ingest import read_captures
 from perfgate.ingest.launches import Launch, merge
 from perfgate.ingest.names import normalise, short_name
+from perfgate.judge.comparison import Comparison, State
 from perfgate.lifecycle.calibrate import (
     DRAM_ABSOLUTE_FLOOR,
     NON_EXACT_COUNT_FLOOR,
@@ -60,8 +61,9 @@ from perfgate.lifecycle.calibrate import (
     lookback_time_floor,
 )
 from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record
-from perfgate.metrics.catalog import lookup
+from perfgate.metrics.catalog import SHORT_KERNEL_NS, lookup
 from perfgate.metrics.measure import Measured
+from perfgate.verdicts.check import _moved_per_launch, _why_noted
 from tests.conftest import ROOT
 
 MiB = float(1 << 20)
@@ -856,3 +858,28 @@ def test_renumbered_fusions_pair_by_work_but_a_tie_is_never_guessed() -> None:
     matched = match(twins, group_launches(now))
     assert not list(matched.launches("gemm_fusion_dot_general_8"))
     assert not list(matched.launches("gemm_fusion_dot_general_12"))
+
+
+# -- check: evidence noted, never improved ------------------------------------------------------
+
+
+def test_why_an_evidence_move_is_noted_says_which_way_it_went() -> None:
+    worse = _why_noted("achieved_occupancy")
+    better = _why_noted("achieved_occupancy", better=True)
+    assert worse.startswith("evidence only") and "no primary metric" in worse
+    assert better.startswith("evidence only") and "no improvement to lock in" in better
+    # A time metric is primary in general: evidence only for a short kernel, which it says.
+    short = _why_noted("duration")
+    assert f"under {SHORT_KERNEL_NS / 1000:g} us" in short and "no primary metric" in short
+    assert _why_noted("duration", better=True).endswith("no improvement to lock in")
+
+
+def test_a_time_comparison_moves_per_launch() -> None:
+    kernel = replace(_entry("k", 1.0), launches=4)
+    total = Comparison("k", "total_time", State.REGRESSED, 4000.0, 6000.0)
+    assert _moved_per_launch(total, kernel) == 500.0  # total_time is per run: 4 launches
+    duration = Comparison("k", "duration", State.REGRESSED, 1000.0, 1500.0)
+    assert _moved_per_launch(duration, kernel) == 500.0
+    assert _moved_per_launch(replace(total, current="x"), kernel) is None
+    assert _moved_per_launch(replace(total, baseline=None), kernel) is None
+    assert _moved_per_launch(total, replace(kernel, launches=None)) == 2000.0
