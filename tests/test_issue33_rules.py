@@ -60,7 +60,7 @@ from perfgate.lifecycle.calibrate import (
     lookback_floor,
     lookback_time_floor,
 )
-from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record
+from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record, record_kernel
 from perfgate.metrics.catalog import SHORT_KERNEL_NS, lookup
 from perfgate.metrics.measure import Measured
 from perfgate.verdicts.check import _moved_per_launch, _why_noted
@@ -883,3 +883,21 @@ def test_a_time_comparison_moves_per_launch() -> None:
     assert _moved_per_launch(replace(total, current="x"), kernel) is None
     assert _moved_per_launch(replace(total, baseline=None), kernel) is None
     assert _moved_per_launch(total, replace(kernel, launches=None)) == 2000.0
+
+
+def test_a_kernel_without_a_time_or_any_metric_recorded() -> None:
+    capture = merge([read_captures([str(FAM_A / f"nvrtc-run{i}.csv.gz")]) for i in (1, 2, 3)])
+    group = group_launches(capture.launches)[0]
+    # No metric of the list in the capture: no entry, and why for each metric.
+    entry, skipped = record_kernel(group, "k", ["smsp__no_such_counter.sum"], capture)
+    assert entry is None and len(skipped) == 1 and skipped[0].startswith("k: smsp__no_such")
+    # Without the time column the counts are still recorded, their floors by an unknown
+    # duration.
+    untimed = replace(capture, launches=tuple(
+        replace(la, metrics={k: v for k, v in la.metrics.items()
+                             if k != "gpu__time_duration.sum"})
+        for la in group.launches
+    ))  # fmt: skip
+    entry, _ = record_kernel(group_launches(untimed.launches)[0], "k",
+                             ["instructions_executed", "duration"], untimed)  # fmt: skip
+    assert entry is not None and [m.name for m in entry.metrics] == ["instructions_executed"]
