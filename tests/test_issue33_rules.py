@@ -31,11 +31,13 @@ from perfgate.causes.changes import (
 from perfgate.causes.model import CauseKind, KernelDelta, Side
 from perfgate.causes.rules import more_work, vectorized_access, wider_stores
 from perfgate.identity.configs import (
+    _SIZE_WHY,
     CONFIG_INDEPENDENT,
     TRAFFIC,
     TRAFFIC_INFO,
     config_of,
     median_traffic,
+    merge_tuned,
     problem_sizes,
     recorded_traffic,
     sized_groups,
@@ -413,7 +415,7 @@ def test_bf16_to_fp32_output_is_store_bytes_x2_at_the_same_requests() -> None:
 def test_wider_stores_edges_of_loads_sectors_requests_and_width() -> None:
     # Loads held within 10% either way, inclusive.
     assert wider_stores(_stores(loaded=1.1)) is not None
-    assert wider_stores(_stores(loaded=0.9)) is not None
+    assert wider_stores(_stores(global_load_sectors=(100.0, 90.0))) is not None  # 0.9 exactly
     assert wider_stores(_stores(loaded=1.11)) is None
     assert wider_stores(_stores(loaded=0.89)) is None
     # Store sectors up by 30% at least (x1.3 at 2/1.3 the bytes a sector is x2 bytes).
@@ -623,6 +625,10 @@ def test_a_tuned_sizes_entry_records_its_traffic_for_the_check_to_pair() -> None
     assert with_traffic(unsized, launches) == unsized
     assert with_traffic(base, [_launch(0, None, None)]) == base
     assert recorded_traffic(base) is None
+    # Written to a tenth of a sector (a byte read is 1/32 of one); one sector is traffic.
+    odd = [_launch(i, 512_000.0, 32 * 1000.0 + 1, block=64 * (i + 1)) for i in range(3)]
+    assert with_traffic(base, odd).info[TRAFFIC_INFO] == 513_000.0
+    assert recorded_traffic(replace(base, info={TRAFFIC_INFO: 1.0})) == 1.0
     assert recorded_traffic(replace(base, info={TRAFFIC_INFO: 0.0})) is None
     assert recorded_traffic(replace(base, info={TRAFFIC_INFO: "x"})) is None
 
@@ -728,6 +734,14 @@ def test_fp16_to_fp32_folds_the_cat_copies_of_either_width_and_no_other() -> Non
     assert (kind, title) == ("dtype", "dtype of the whole model: FP16 -> FP32 (tensor cores lost)")
     assert "torch.float32" in lever and "float16 was the recorded one" in lever
     assert {k.id for k in claimed} == {"g16", "n16", "c2", "g32", "n32", "c4"}
+    # ATen's copies new with it (the casts of a model moved to another type) go along; no
+    # other new ATen kernel, nor a copy of the user's own, does.
+    cast = "void at::unrolled_elementwise_kernel<at::direct_copy_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 3)]::operator ()() const::[lambda() (instance 7)]::operator ()() const::[lambda(long) (instance 1)], std::array<char *, 2>, 4>(int, T1, T2, T3, T4, T5, T6)"
+    fill = "void at::native::<unnamed>::fill_reverse_indices_kernel(long *, int, at::cuda::detail::IntDivider<unsigned int>)"
+    extra = [_k("cast", cast, NEW), _k("fill", fill, NEW), _k("own", "copy_kernel", NEW)]
+    with_copies = dtype_rule(missing, new + extra)
+    assert with_copies is not None
+    assert {k.id for k in with_copies[3]} == {"g16", "n16", "c2", "g32", "n32", "c4", "cast"}
     # The other way they are gained; between two tensor-core types neither.
     back = dtype_rule(
         [replace(k, side=MISSING) for k in new], [replace(k, side=NEW) for k in missing]
@@ -901,3 +915,18 @@ def test_a_kernel_without_a_time_or_any_metric_recorded() -> None:
     entry, _ = record_kernel(group_launches(untimed.launches)[0], "k",
                              ["instructions_executed", "duration"], untimed)  # fmt: skip
     assert entry is not None and [m.name for m in entry.metrics] == ["instructions_executed"]
+
+
+def test_a_size_at_one_configuration_in_every_run_is_autotuned_for_the_other_sizes() -> None:
+    # fam-a triton-sizes: softmax_kernel at N=1000 took several configurations across the
+    # three runs, at N=3000 8 warps in each (tests/data/field/families/README.md).
+    runs = merge([read_captures([str(FAM_A / f"triton-sizes-run{i}.csv.gz")]) for i in (1, 2, 3)])
+    groups, reasons = merge_tuned(group_launches(runs.launches), 3)
+    sized = {g.key: g for g in groups if g.key in reasons}
+    assert len(sized) == 2
+    by_cols = {_n_cols(g.launches[0]): key for key, g in sized.items()}
+    assert reasons[by_cols[3000]] == _SIZE_WHY
+    assert (
+        reasons[by_cols[1000]] != _SIZE_WHY
+        and "differs between the recorded runs" in (reasons[by_cols[1000]])
+    )
