@@ -594,6 +594,7 @@ def test_work_classes_split_beyond_the_gap_only() -> None:
     assert at((1000.0, 1251.0)) == [[0], [1]]
     assert at((1251.0, 1000.0, 2000.0)) == [[1], [0], [2]]
     assert at((0.0, 1000.0)) == [[0, 1]]  # a count of 0: not decidable
+    assert at((1.0, 2.0)) == [[0], [1]]  # instructions have no floor: x2 of 1 is two kernels
     assert split_work([]) == [[]]
 
 
@@ -626,8 +627,8 @@ def test_a_tuned_sizes_entry_records_its_traffic_for_the_check_to_pair() -> None
     assert with_traffic(base, [_launch(0, None, None)]) == base
     assert recorded_traffic(base) is None
     # Written to a tenth of a sector (a byte read is 1/32 of one); one sector is traffic.
-    odd = [_launch(i, 512_000.0, 32 * 1000.0 + 1, block=64 * (i + 1)) for i in range(3)]
-    assert with_traffic(base, odd).info[TRAFFIC_INFO] == 513_000.0
+    odd = [_launch(i, 512_000.0, 32 * 1000.0 + 11, block=64 * (i + 1)) for i in range(3)]
+    assert with_traffic(base, odd).info[TRAFFIC_INFO] == 513_000.3  # 513,000 + 11/32
     assert recorded_traffic(replace(base, info={TRAFFIC_INFO: 1.0})) == 1.0
     assert recorded_traffic(replace(base, info={TRAFFIC_INFO: 0.0})) is None
     assert recorded_traffic(replace(base, info={TRAFFIC_INFO: "x"})) is None
@@ -647,6 +648,14 @@ def test_xla_fusion_numbers_are_normalised_and_inductors_rule_comes_first() -> N
     # A C++ kernel is no XLA fusion.
     cxx = "void at::native::reduce_kernel<512, 1>(T3)"
     assert normalise(cxx) == cxx
+
+
+def test_short_names_show_three_template_arguments_at_most() -> None:
+    assert short_name("void k<1, 2, 3, 4>(int)") == "k<1, 2, 3, …>"
+    assert short_name("void k<1, 2>(int)") == "k<1, 2>"
+    assert short_name("k<1, 2>(int)") == "k<1, 2>"  # the name at the start of the text
+    assert short_name("void ns::k<float, 2>(float *)") == "k<float, 2>"
+    assert short_name("") == ""
 
 
 def test_short_names_keep_xlas_fusion_number() -> None:
