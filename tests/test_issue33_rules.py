@@ -939,3 +939,24 @@ def test_a_size_at_one_configuration_in_every_run_is_autotuned_for_the_other_siz
         reasons[by_cols[1000]] != _SIZE_WHY
         and "differs between the recorded runs" in (reasons[by_cols[1000]])
     )
+
+
+def test_fusions_of_two_names_at_one_shape_pair_within_their_own_name() -> None:
+    base = Baseline((_entry("gemm_fusion_dot_general_8", 15_466_496.0),
+                     _entry("gemm_fusion_dot_general_12", 3_000_000.0),
+                     _entry("loop_add_fusion_2", 500_000.0),
+                     _entry("loop_add_fusion_3", 90_000.0)))  # fmt: skip
+    now = [_fusion(0, "gemm_fusion_dot_general_10", 15_466_496.0),
+           _fusion(1, "gemm_fusion_dot_general_14", 3_000_000.0),
+           _fusion(2, "gemm_fusion_dot_general_18", 40_000_000.0),
+           _fusion(3, "loop_add_fusion_4", 500_000.0),
+           _fusion(4, "loop_add_fusion_5", 90_000.0),
+           _fusion(5, "loop_add_fusion_6", 7_000_000.0)]  # fmt: skip
+    matched = match(base, group_launches(now))
+    took = {e.id: [la.name for la in matched.launches(e.id)] for e in base.kernels}
+    assert took == {
+        "gemm_fusion_dot_general_8": ["gemm_fusion_dot_general_10"],
+        "gemm_fusion_dot_general_12": ["gemm_fusion_dot_general_14"],
+        "loop_add_fusion_2": ["loop_add_fusion_4"],
+        "loop_add_fusion_3": ["loop_add_fusion_5"],
+    }
