@@ -168,6 +168,7 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "perfgate/verdicts/check.py": (
             *_NEW_33, "tests/test_family_findings.py", "tests/test_family_table.py",
+            "tests/test_family_identity.py", "tests/test_family_autotune.py",  # _named_choice
             *_NEW_JUDGE, "tests/test_evidence_noise.py",
         ),
     },
