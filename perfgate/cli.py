@@ -1105,8 +1105,9 @@ def doctor_command(baselines: tuple[str, ...], ncu: str, program: tuple[str, ...
 
 @main.group("history")
 def history_group() -> None:
-    """Keep every check's result on a database and read a kernel's series back
-    (docs/history.md)."""
+    """Keep check results on a database; read a kernel's series back.
+
+    Every run is kept with its context and the capture's fingerprint (docs/history.md)."""
 
 
 _db_option = click.option(
