@@ -51,6 +51,7 @@ from perfgate.ingest import read_captures
 from perfgate.ingest.launches import Launch, merge
 from perfgate.ingest.names import normalise, short_name
 from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
 from perfgate.lifecycle.calibrate import (
     DRAM_ABSOLUTE_FLOOR,
     NON_EXACT_COUNT_FLOOR,
@@ -65,7 +66,7 @@ from perfgate.lifecycle.calibrate import (
 from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record, record_kernel
 from perfgate.metrics.catalog import SHORT_KERNEL_NS, lookup
 from perfgate.metrics.measure import Measured
-from perfgate.verdicts.check import _moved_per_launch, _why_noted
+from perfgate.verdicts.check import _moved_per_launch, _note_evidence, _why_noted, check
 from tests.conftest import ROOT
 
 MiB = float(1 << 20)
@@ -960,3 +961,26 @@ def test_fusions_of_two_names_at_one_shape_pair_within_their_own_name() -> None:
         "loop_add_fusion_2": ["loop_add_fusion_4"],
         "loop_add_fusion_3": ["loop_add_fusion_5"],
     }
+
+
+def test_a_regressed_label_alone_is_noted_evidence() -> None:
+    # The dominant stall changed (a label: no move in ns), nothing primary regressed.
+    kernel = _entry("k", 1.0)
+    stall = Comparison("k", "dominant_stall", State.REGRESSED, "long_scoreboard", "wait")
+    (got,) = _note_evidence([stall], kernel, Baseline((kernel,)))
+    assert got.state is State.NOTED and "no primary metric" in got.explained
+
+
+def test_only_the_slower_size_names_the_autotuners_choice_with_its_time() -> None:
+    base = _recorded("triton-sizes")
+    result = check(base, read_captures([str(FAM_A.parent / "fam-b" / "triton-sizes-run1.csv.gz")]))
+    tuned = [v for v in result.verdicts if v.kernel in {k.id for k in base.kernels if k.tuned}]
+    slower = [v for v in tuned if v.state is KernelState.REGRESSED]
+    assert len(tuned) == 2 and len(slower) == 1  # fam-b chose 16 warps for N=1000 only
+    duration = next(c for c in slower[0].comparisons if c.metric == "duration")
+    assert re.search(r"the autotuner chose [^;]*\(\d+(\.\d+)? us\)", duration.message), (
+        duration.message
+    )
+    (other,) = [v for v in tuned if v is not slower[0]]
+    assert all(c.mechanism != "autotuned-configuration" for c in other.causes)
+    assert all("autotuner chose" not in c.message for c in other.comparisons)
