@@ -969,6 +969,9 @@ def test_a_regressed_label_alone_is_noted_evidence() -> None:
     stall = Comparison("k", "dominant_stall", State.REGRESSED, "long_scoreboard", "wait")
     (got,) = _note_evidence([stall], kernel, Baseline((kernel,)))
     assert got.state is State.NOTED and "no primary metric" in got.explained
+    # Evidence within its bound stays as it was.
+    held = Comparison("k", "achieved_occupancy", State.PASS, 50.0, 51.0)
+    assert _note_evidence([stall, held], kernel, Baseline((kernel,)))[1] == held
 
 
 def test_only_the_slower_size_names_the_autotuners_choice_with_its_time() -> None:
