@@ -425,6 +425,7 @@ def test_wider_stores_edges_of_loads_sectors_requests_and_width() -> None:
     # The same requests, each moving more sectors: sectors / (sectors a request) within 10%.
     assert wider_stores(_stores(stored=2.2, used=1.0, per_request=2.0)) is not None  # 1.1
     assert wider_stores(_stores(stored=2.0, used=1.0, per_request=2.0 / 0.91)) is not None
+    assert wider_stores(_stores(stored=1.8, used=1.0, per_request=2.0)) is not None  # 0.9
     assert wider_stores(_stores(stored=2.0, used=1.0, per_request=1.8)) is None  # more requests
     assert wider_stores(_stores(stored=2.0, used=1.0, per_request=2.3)) is None
     # The bytes grew by a type's width (x2 or x4) within 10%: x3 is more elements.
