@@ -3,6 +3,7 @@ run against the tests that exercise that module; a mutant the tests still pass i
 
     python scripts/mutate.py --out mutation.json            # every module of MODULES
     python scripts/mutate.py --rerun mutation.json --out after.json   # only its survivors
+    python scripts/mutate.py --select issue33 --out i33.json    # one issue's functions only
 
 Each worker mutates its own copy of the repository's tracked files (a temporary directory),
 so the working tree is never touched and two workers never see each other's mutant. Bytecode
