@@ -112,21 +112,32 @@ def _work_pairs(
             for i in by_name.get(first.match.name or "", ())
             if _same_shape(first, groups[i], by_nvtx)
         ]
-        pairs = pair_work_classes(
-            [recorded_work(e) for e in members], [groups[i].instructions for i in present]
+        recorded = [recorded_work(e) for e in members]
+        out.update(
+            _paired(members, present, groups, recorded, [groups[i].instructions for i in present])
         )
-        if pairs is None:
-            # No work known on a side: the class number, the only thing left to go by (an
-            # unsplit group, a capture without instruction counts, is the first class's).
-            numbered = {groups[i].key.work or 1: i for i in reversed(present)}
-            pairs = {
-                r: present.index(numbered[e.match.work or 0])
-                for r, e in enumerate(members)
-                if (e.match.work or 0) in numbered
-            }
-        for r, entry in enumerate(members):
-            out[entry.id] = present[pairs[r]] if r in pairs else None
     return out
+
+
+def _paired(
+    members: Sequence[KernelBaseline],
+    present: Sequence[int],
+    groups: Sequence[KernelGroup],
+    recorded: Sequence[float | None],
+    current: Sequence[float | None],
+) -> dict[str, int | None]:
+    """Entry id -> group index of one name's entries and groups, paired by a measure of their
+    work (pair_work_classes); with no measure on a side, by the class number, the only thing
+    left to go by (an unsplit group, a capture without the counts, is the first class's)."""
+    pairs = pair_work_classes(recorded, current)
+    if pairs is None:
+        numbered = {groups[i].key.work or 1: i for i in reversed(present)}
+        pairs = {
+            r: present.index(numbered[e.match.work or 0])
+            for r, e in enumerate(members)
+            if (e.match.work or 0) in numbered
+        }
+    return {entry.id: present[pairs[r]] if r in pairs else None for r, entry in enumerate(members)}
 
 
 def _sized(entry: KernelBaseline) -> bool:
@@ -177,19 +188,9 @@ def _size_pairs(
             for i in by_name.get(first.match.name or "", ())
             if not (by_nvtx and groups[i].key.nvtx != first.match.nvtx)
         ]
-        pairs = pair_work_classes(
-            [recorded_traffic(e) for e in members],
-            [median_traffic(groups[i].launches) for i in present],
-        )
-        if pairs is None:
-            numbered = {groups[i].key.work or 1: i for i in reversed(present)}
-            pairs = {
-                r: present.index(numbered[e.match.work or 0])
-                for r, e in enumerate(members)
-                if (e.match.work or 0) in numbered
-            }
-        for r, entry in enumerate(members):
-            out[entry.id] = present[pairs[r]] if r in pairs else None
+        recorded = [recorded_traffic(e) for e in members]
+        current = [median_traffic(groups[i].launches) for i in present]
+        out.update(_paired(members, present, groups, recorded, current))
     return out
 
 
