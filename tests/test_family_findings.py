@@ -8,37 +8,14 @@ caller holds, and not repeat it kernel by kernel."""
 
 from __future__ import annotations
 
-import functools
-
-from perfgate.baseline.model import Baseline
-from perfgate.ingest import read_capture
-from perfgate.ingest.launches import merge
 from perfgate.judge.states import KernelState
-from perfgate.lifecycle.record import RecordSettings, record
-from perfgate.reports import text
-from perfgate.verdicts.check import check
-from perfgate.verdicts.model import CheckResult, Report
-from tests.conftest import ROOT
+from tests import family_table
 
-FAMILIES = ROOT / "tests" / "data" / "field" / "families"
-
-
-@functools.cache
-def _baseline(workload: str) -> Baseline:
-    runs = [read_capture(FAMILIES / "fam-a" / f"{workload}-run{i}.csv.gz") for i in (1, 2, 3)]
-    return record(merge(runs), RecordSettings()).baseline
-
-
-@functools.cache
-def _check(workload: str, change: str) -> CheckResult:
-    return check(_baseline(workload), read_capture(FAMILIES / "fam-b" / f"{change}-run1.csv.gz"))
-
-
-def _findings(result: CheckResult) -> list[str]:
-    """The findings of the console report: a change finding or a kernel's own headline."""
-    out = text.render(Report(results=(result,)))
-    starts = ("  CHANGE ", "  REGRESSED ", "  MISSING ", "  UNJUDGED ")
-    return [line for line in out.splitlines() if line.startswith(starts)]
+# The baseline, the check and the report's findings as docs/explain.md's table makes them
+# (one record and one check per change for both).
+_baseline = family_table.baseline
+_check = family_table.result
+_findings = family_table.findings
 
 
 def test_moe_top_k_is_one_program_level_finding_more_work_x2() -> None:
