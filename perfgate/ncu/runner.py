@@ -159,17 +159,20 @@ def _columns(csv_text: str) -> set[str]:
     return set()
 
 
-def _cc_of(csv_text: str) -> str | None:
+def _column(csv_text: str, name: str) -> list[str]:
+    """The values of column `name` in every whole row of a capture's raw page."""
     import csv
 
     rows = csv.reader(line for line in csv_text.splitlines() if line.startswith('"'))
     header = next(rows, None)
-    if not header or "CC" not in header:
-        return None
-    for row in rows:
-        if len(row) == len(header) and row[header.index("CC")]:
-            return row[header.index("CC")]
-    return None
+    if not header or name not in header:
+        return []
+    col = header.index(name)
+    return [row[col] for row in rows if len(row) == len(header)]
+
+
+def _cc_of(csv_text: str) -> str | None:
+    return next((cc for cc in _column(csv_text, "CC") if cc), None)
 
 
 def run_capture(
@@ -350,22 +353,10 @@ def _census(
             stream.write(log_line(f"perfgate: note: {note}") + "\n")
         meta["census"] = {"error": why, "wall_s": round(seconds, 2)}
         return None, seconds
-    census = compare(available, _kernel_names(csv_text))
+    census = compare(available, _column(csv_text, "Kernel Name"))
     meta["census"] = {**census.as_meta(), "wall_s": round(seconds, 2)}
     counted = options.launch_skip is not None or options.launch_count is not None
     return warning(census, ranges, plan.kernel_filter is not None, counted), seconds
-
-
-def _kernel_names(csv_text: str) -> list[str]:
-    """The "Kernel Name" of every launch of a capture."""
-    import csv
-
-    rows = csv.reader(line for line in csv_text.splitlines() if line.startswith('"'))
-    header = next(rows, None)
-    if not header or "Kernel Name" not in header:
-        return []
-    col = header.index("Kernel Name")
-    return [row[col] for row in rows if len(row) == len(header)]
 
 
 # SIGSEGV, as ncu reports the program's code (11) or a shell the code of a killed process (139);
