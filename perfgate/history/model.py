@@ -64,9 +64,20 @@ class MetricRecord:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """A kernel's first finding as the check gave it (perfgate.causes.model.RootCause): the
+    headline the reports lead with, kept so that a history can say why a kernel moved."""
+
+    mechanism: str  # the rule's registry key ("uncoalesced-loads"): stable across wordings
+    title: str
+    lever: str  # what to try first ("" when the rule names none)
+
+
+@dataclass(frozen=True)
 class KernelRecord:
     """One kernel of a result: its identity (the baseline's id, which tells the shapes and
-    configurations of one kernel name apart, and the name ncu printed) and its state."""
+    configurations of one kernel name apart, and the name ncu printed), its state, and its
+    first finding (None when it passed, or when the check found no cause)."""
 
     kernel: str
     name: str
@@ -75,6 +86,7 @@ class KernelRecord:
     nvtx: str | None
     matched_by: str
     metrics: tuple[MetricRecord, ...]
+    finding: Finding | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,12 @@ class RunRecord:
         run again later (a retried CI step) is the same run."""
         doc = asdict(self)
         del doc["context"]["recorded_at"]
+        for result in doc["results"]:
+            for kernel in result["kernels"]:
+                # A kernel without a finding digests as schema version 1 wrote it: a run kept
+                # before findings were stored loads back with the digest it was stored under.
+                if kernel["finding"] is None:
+                    del kernel["finding"]
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()
 

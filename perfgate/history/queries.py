@@ -22,6 +22,9 @@ class Point:
     value: Value
     baseline: float | None
     bound: str
+    # The kernel's first finding in that run (its mechanism and title); None when it passed.
+    finding: str | None = None
+    finding_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ def series(store: SqliteStore, kernel: str, metric: str | None = None) -> list[S
                 value=_value(r[17], r[18]),
                 baseline=r[19] if isinstance(r[19], float) else None,
                 bound=str(r[21]),
+                finding=_text(r[22]),
+                finding_title=_text(r[23]),
             )
             for r in rows
         )

@@ -17,6 +17,7 @@ from typing import Any
 from perfgate import __version__
 from perfgate.common.errors import UsageError
 from perfgate.history.model import (
+    Finding,
     KernelRecord,
     MetricRecord,
     ResultRecord,
@@ -27,6 +28,7 @@ from perfgate.history.model import (
 )
 from perfgate.ingest.meta import CaptureMeta, read_meta, time_basis
 from perfgate.judge.policy import EXIT_WORDS
+from perfgate.judge.states import KernelState
 from perfgate.verdicts.model import CheckResult, KernelVerdict, Report
 
 MIXED = "mixed"  # the captures of one result disagree on a field
@@ -77,8 +79,11 @@ def _kernel(
     nvtx: str | None,
     matched_by: str,
     metrics: Sequence[MetricRecord],
+    finding: Finding | None,
 ) -> KernelRecord:
-    return KernelRecord(kernel, name, state, family, nvtx, matched_by, tuple(metrics))
+    # A passing kernel has no finding to keep, whatever the check noted beside its pass.
+    kept = None if state == KernelState.PASS.value else finding
+    return KernelRecord(kernel, name, state, family, nvtx, matched_by, tuple(metrics), kept)
 
 
 def _sorted(kernels: list[KernelRecord]) -> tuple[KernelRecord, ...]:
@@ -92,7 +97,11 @@ def _from_verdict(v: KernelVerdict) -> KernelRecord:
         MetricRecord(c.metric, c.state.value, value(c.current), value(c.baseline), c.unit, c.bound)
         for c in v.comparisons
     ]
-    return _kernel(v.kernel, v.name, v.state.value, v.family, v.nvtx, v.matched_by, metrics)
+    cause = v.headline  # the first finding, as the reports lead with it
+    finding = None if cause is None else Finding(cause.mechanism, cause.title, cause.lever)
+    return _kernel(
+        v.kernel, v.name, v.state.value, v.family, v.nvtx, v.matched_by, metrics, finding
+    )
 
 
 def _from_result(r: CheckResult) -> ResultRecord:
@@ -125,6 +134,23 @@ def _optional_text(doc: Mapping[str, Any], key: str, where: str) -> str | None:
     return got
 
 
+def _json_finding(doc: Mapping[str, Any], where: str) -> Finding | None:
+    """The first of a kernel's causes, where the report holds them (one written before
+    causes were reported has none: then no finding, rather than a refusal)."""
+    causes = doc.get("causes")
+    if causes is None or causes == []:
+        return None
+    if not isinstance(causes, list) or not isinstance(causes[0], Mapping):
+        raise UsageError(f"not a perfgate check result: {where}.causes is malformed")
+    at = f"{where}.causes[0]"
+    first = causes[0]
+    return Finding(
+        _field(first, "mechanism", str, at),
+        _field(first, "title", str, at),
+        _field(first, "lever", str, at),
+    )
+
+
 def _json_kernel(doc: Mapping[str, Any], where: str) -> KernelRecord:
     metrics = []
     for i, c in enumerate(_field(doc, "comparisons", list, where)):
@@ -149,6 +175,7 @@ def _json_kernel(doc: Mapping[str, Any], where: str) -> KernelRecord:
         _optional_text(doc, "nvtx", where),
         _field(doc, "matched_by", str, where),
         metrics,
+        _json_finding(doc, where),
     )
 
 

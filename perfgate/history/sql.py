@@ -83,6 +83,15 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "CREATE INDEX kernels_by_id ON kernels (kernel)",
         ),
     ),
+    (
+        "kernels' first finding",
+        (
+            # Nullable: a kernel that passed has none, and so has every run kept before.
+            "ALTER TABLE kernels ADD COLUMN finding_mechanism TEXT",
+            "ALTER TABLE kernels ADD COLUMN finding_title TEXT",
+            "ALTER TABLE kernels ADD COLUMN finding_lever TEXT",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -99,7 +108,8 @@ INSERT_RESULT = """INSERT INTO results (run_id, result_index, baseline, fingerpr
     ncu, driver, clock_control, cache_control, scope, time_basis)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_KERNEL = """INSERT INTO kernels (run_id, result_index, kernel_index, kernel, name, state,
-    family, nvtx, matched_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    family, nvtx, matched_by, finding_mechanism, finding_title, finding_lever)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 INSERT_METRIC = """INSERT INTO metrics (run_id, result_index, kernel_index, metric_index, metric,
     state, value_number, value_text, baseline_number, baseline_text, unit, bound)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
@@ -109,7 +119,8 @@ SELECT_RUN = """SELECT run_id, recorded_at, commit_sha, branch, pull_request, ci
 SELECT_RESULTS = """SELECT result_index, baseline, gpu, cc, ncu, driver, clock_control,
     cache_control, scope, time_basis FROM results WHERE run_id = ? ORDER BY result_index"""
 SELECT_KERNELS = """SELECT result_index, kernel_index, kernel, name, state, family, nvtx,
-    matched_by FROM kernels WHERE run_id = ? ORDER BY result_index, kernel_index"""
+    matched_by, finding_mechanism, finding_title, finding_lever FROM kernels WHERE run_id = ?
+    ORDER BY result_index, kernel_index"""
 SELECT_METRICS = """SELECT result_index, kernel_index, metric, state, value_number, value_text,
     baseline_number, baseline_text, unit, bound FROM metrics WHERE run_id = ?
     ORDER BY result_index, kernel_index, metric_index"""
@@ -119,7 +130,8 @@ RUN_IDS = "SELECT run_id FROM runs ORDER BY recorded_at, run_id"
 # for an optional filter: PostgreSQL cannot type such a parameter; SERIES_OF_METRIC is that.)
 SERIES = """SELECT r.run_id, r.recorded_at, r.commit_sha, r.branch, s.fingerprint, s.gpu, s.cc,
     s.ncu, s.driver, s.clock_control, s.cache_control, s.scope, s.time_basis, k.kernel, k.name,
-    m.metric, m.state, m.value_number, m.value_text, m.baseline_number, m.unit, m.bound
+    m.metric, m.state, m.value_number, m.value_text, m.baseline_number, m.unit, m.bound,
+    k.finding_mechanism, k.finding_title
     FROM metrics m
     JOIN kernels k ON k.run_id = m.run_id AND k.result_index = m.result_index
         AND k.kernel_index = m.kernel_index

@@ -21,6 +21,7 @@ from typing import Any
 from perfgate.common.errors import PerfgateError
 from perfgate.history import sql
 from perfgate.history.model import (
+    Finding,
     KernelRecord,
     MetricRecord,
     ResultRecord,
@@ -46,6 +47,16 @@ def _split(v: Value) -> tuple[float | None, str | None]:
 
 def _joined(number: float | None, text: str | None) -> Value:
     return text if text is not None else number
+
+
+def _finding_columns(f: Finding | None) -> tuple[str | None, str | None, str | None]:
+    return (None, None, None) if f is None else (f.mechanism, f.title, f.lever)
+
+
+def _finding(mechanism: str | None, title: str | None, lever: str | None) -> Finding | None:
+    if mechanism is None or title is None:
+        return None
+    return Finding(mechanism, title, lever or "")
 
 
 class SqliteStore:
@@ -125,8 +136,16 @@ class SqliteStore:
             now = _now()
             for version in range(current + 1, sql.SCHEMA_VERSION + 1):
                 name, statements = sql.MIGRATIONS[version - 1]
-                for statement in statements:
-                    db.execute(statement)
+                try:
+                    for statement in statements:
+                        db.execute(statement)
+                except sqlite3.DatabaseError as exc:
+                    # The whole upgrade is one transaction: it rolls back, nothing half-done.
+                    raise HistoryError(
+                        f"cannot upgrade to schema version {version} ({name}): {exc}; the "
+                        "history is left as it was",
+                        self.path,
+                    ) from exc
                 db.execute(sql.RECORD_MIGRATION, (version, name, now))
 
     @property
@@ -182,6 +201,7 @@ class SqliteStore:
                             k.family,
                             k.nvtx,
                             k.matched_by,
+                            *_finding_columns(k.finding),
                         ),
                     )
                     db.executemany(
@@ -220,7 +240,7 @@ class SqliteStore:
                 MetricRecord(metric, state, _joined(vn, vt), _joined(bn, bt), unit, bound)
             )
         kernels: dict[int, list[KernelRecord]] = {}
-        for ri, ki, kernel, name, state, family, nvtx, matched_by in self._db.execute(
+        for ri, ki, kernel, name, state, family, nvtx, matched_by, *found in self._db.execute(
             sql.SELECT_KERNELS, (run_id,)
         ):
             kernels.setdefault(ri, []).append(
@@ -232,6 +252,7 @@ class SqliteStore:
                     nvtx,
                     matched_by,
                     tuple(metrics.get((ri, ki), ())),
+                    _finding(*found),
                 )
             )
         results = tuple(
