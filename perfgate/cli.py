@@ -1111,8 +1111,9 @@ def history_group() -> None:
 
 
 _db_option = click.option(
-    "--db", "db", required=True, type=click.Path(dir_okay=False),
-    help="The history: an SQLite file (created by add and import).",
+    "--db", "db", required=True, metavar="FILE|URL",
+    help="The history: an SQLite file (created by add and import), or a PostgreSQL "
+    "database as postgresql://... (the postgres extra).",
 )  # fmt: skip
 
 

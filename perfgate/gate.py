@@ -1031,9 +1031,9 @@ class HistoryStored:
 
 
 def _keep(db: str, record: Any) -> HistoryStored:
-    from perfgate.history.store import SqliteStore
+    from perfgate.history.store import open_store
 
-    with SqliteStore(db) as store:
+    with open_store(db) as store:
         stored = store.store(record)
     return HistoryStored(
         record.context.run_id, stored, record.kernel_count, record.metric_count, record.status
@@ -1082,9 +1082,9 @@ def run_history_show(db: str, kernel: str, metric: str | None, fmt: str) -> str:
     """A kernel's series per fingerprint, rendered (text with sparklines, or json)."""
     from perfgate.history import render
     from perfgate.history.queries import series
-    from perfgate.history.store import SqliteStore
+    from perfgate.history.store import open_store
 
-    with SqliteStore(db, create=False) as store:
+    with open_store(db, create=False) as store:
         found = series(store, kernel, metric)
     return render.to_json(kernel, found) if fmt == "json" else render.text(kernel, found)
 
@@ -1093,7 +1093,7 @@ def run_history_prune(db: str, older_than_days: float | None, keep: int | None) 
     """Delete runs older than the days given and beyond the newest `keep`: the run ids."""
     from datetime import datetime, timedelta, timezone
 
-    from perfgate.history.store import SqliteStore
+    from perfgate.history.store import open_store
 
     if older_than_days is None and keep is None:
         raise UsageError("say what to prune: --older-than DAYS, --keep N, or both")
@@ -1101,5 +1101,5 @@ def run_history_prune(db: str, older_than_days: float | None, keep: int | None) 
     if older_than_days is not None:
         cut = datetime.now(timezone.utc) - timedelta(days=older_than_days)
         before = cut.isoformat(timespec="microseconds")
-    with SqliteStore(db, create=False) as store:
+    with open_store(db, create=False) as store:
         return store.prune(before=before, keep=keep)

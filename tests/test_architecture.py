@@ -44,8 +44,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 ROOT_NAMES = {"__version__"}
 # Within reports/ a formatter imports no other formatter, only these shared helpers.
 REPORT_HELPERS = {"colour", "escape", "format", "markup", "summary", "svg"}
-# Optional, imported only where a .ncu-rep file is read; declared as the ncu-rep extra.
-OPTIONAL = {"ncu_report"}
+# Optional, imported only where a .ncu-rep file is read (the ncu-rep extra) or a PostgreSQL
+# history is used (the postgres extra).
+OPTIONAL = {"ncu_report", "psycopg"}
 # Import names that differ from their distribution's name in pyproject.toml.
 DISTRIBUTION = {"yaml": "pyyaml", "junit_xml": "junit-xml", "ruamel": "ruamel.yaml"}
 

@@ -142,46 +142,52 @@ def test_findings_survive_the_store(tmp_path: Path, record: RunRecord) -> None:
     assert rows["zoo_registers"] == "occupancy-registers" and rows["init_half"] is None
 
 
-def _v1_file(path: Path, record: RunRecord) -> str:
-    """A history written by perfgate's schema version 1, holding `record`; its digest."""
-    digest = record.digest()
+def v1_statements(record: RunRecord) -> list[tuple[str, tuple[object, ...]]]:
+    """What schema version 1 ran to create a history and keep `record` in it: (statement,
+    parameters) in SQLite's placeholders (the PostgreSQL tests run them too)."""
     ctx = record.context
-    with sqlite3.connect(path) as con:
-        con.execute(sql.MIGRATIONS_TABLE)
-        for statement in sql.MIGRATIONS[0][1]:
-            con.execute(statement)
-        con.execute(sql.RECORD_MIGRATION, (1, sql.MIGRATIONS[0][0], "2026-01-01"))
-        con.execute(
-            V1_INSERTS["runs"],
-            (ctx.run_id, digest, ctx.recorded_at, ctx.commit, ctx.branch, ctx.pull_request,
-             ctx.ci_job, record.status, record.exit_code, record.perfgate_version),
+    done: list[tuple[str, tuple[object, ...]]] = [(sql.MIGRATIONS_TABLE, ())]
+    done += [(statement, ()) for statement in sql.MIGRATIONS[0][1]]
+    done.append((sql.RECORD_MIGRATION, (1, sql.MIGRATIONS[0][0], "2026-01-01")))
+    done.append(
+        (V1_INSERTS["runs"],
+         (ctx.run_id, record.digest(), ctx.recorded_at, ctx.commit, ctx.branch,
+          ctx.pull_request, ctx.ci_job, record.status, record.exit_code, record.perfgate_version))
+    )  # fmt: skip
+    for ri, result in enumerate(record.results):
+        fp = result.fingerprint
+        done.append(
+            (V1_INSERTS["results"],
+             (ctx.run_id, ri, result.baseline, fp.key(), fp.gpu, fp.cc, fp.ncu, fp.driver,
+              fp.clock_control, fp.cache_control, fp.scope, fp.time_basis))
         )  # fmt: skip
-        for ri, result in enumerate(record.results):
-            fp = result.fingerprint
-            con.execute(
-                V1_INSERTS["results"],
-                (ctx.run_id, ri, result.baseline, fp.key(), fp.gpu, fp.cc, fp.ncu, fp.driver,
-                 fp.clock_control, fp.cache_control, fp.scope, fp.time_basis),
+        for ki, k in enumerate(result.kernels):
+            done.append(
+                (V1_INSERTS["kernels"],
+                 (ctx.run_id, ri, ki, k.kernel, k.name, k.state, k.family, k.nvtx, k.matched_by))
             )  # fmt: skip
-            for ki, k in enumerate(result.kernels):
-                con.execute(
-                    V1_INSERTS["kernels"],
-                    (ctx.run_id, ri, ki, k.kernel, k.name, k.state, k.family, k.nvtx,
-                     k.matched_by),
+            for mi, m in enumerate(k.metrics):
+                v, b = m.value, m.baseline
+                done.append(
+                    (V1_INSERTS["metrics"],
+                     (ctx.run_id, ri, ki, mi, m.metric, m.state,
+                      None if isinstance(v, str) else v, v if isinstance(v, str) else None,
+                      None if isinstance(b, str) else b, b if isinstance(b, str) else None,
+                      m.unit, m.bound))
                 )  # fmt: skip
-                for mi, m in enumerate(k.metrics):
-                    number = None if isinstance(m.value, str) else m.value
-                    base = None if isinstance(m.baseline, str) else m.baseline
-                    con.execute(
-                        V1_INSERTS["metrics"],
-                        (ctx.run_id, ri, ki, mi, m.metric, m.state, number,
-                         m.value if isinstance(m.value, str) else None, base,
-                         m.baseline if isinstance(m.baseline, str) else None, m.unit, m.bound),
-                    )  # fmt: skip
-    return digest
+    return done
 
 
-def _without_findings(record: RunRecord) -> RunRecord:
+def _v1_file(path: Path, record: RunRecord) -> str:
+    """A history file written by perfgate's schema version 1, holding `record`; its digest."""
+    with sqlite3.connect(path) as con:
+        for statement, params in v1_statements(record):
+            con.execute(statement, params)
+    return record.digest()
+
+
+def without_findings(record: RunRecord) -> RunRecord:
+    """What schema version 1 could keep of a run."""
     results = tuple(
         replace(r, kernels=tuple(replace(k, finding=None) for k in r.kernels))
         for r in record.results
@@ -191,7 +197,7 @@ def _without_findings(record: RunRecord) -> RunRecord:
 
 def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path, record: RunRecord) -> None:
     db = tmp_path / "v1.db"
-    old = _without_findings(record)  # what version 1 could keep of this run
+    old = without_findings(record)  # what version 1 could keep of this run
     digest = _v1_file(db, old)
     with SqliteStore(db) as store:
         assert store.schema_version == sql.SCHEMA_VERSION >= 2
@@ -212,7 +218,7 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path, record: RunRecord
 
 def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path: Path, record: RunRecord) -> None:
     db = tmp_path / "v1.db"
-    _v1_file(db, _without_findings(record))
+    _v1_file(db, without_findings(record))
     # A hand-made column in the way of migration 2's second statement: its first one
     # (finding_mechanism) runs, then the upgrade fails and must roll back whole.
     with sqlite3.connect(db) as con:

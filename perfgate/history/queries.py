@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.history.base import HistoryStore
 from perfgate.history.model import RunFingerprint, Value
-from perfgate.history.store import SqliteStore
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Series:
         return [p.value for p in self.points if isinstance(p.value, float)]
 
 
-def series(store: SqliteStore, kernel: str, metric: str | None = None) -> list[Series]:
+def series(store: HistoryStore, kernel: str, metric: str | None = None) -> list[Series]:
     """The kernel's series, by fingerprint then metric, each oldest first."""
     grouped: dict[tuple[str, str], list[tuple[object, ...]]] = {}
     for row in store.series_rows(kernel, metric):

@@ -102,8 +102,11 @@ CURRENT_VERSION = "SELECT MAX(version) FROM perfgate_migrations"
 RECORD_MIGRATION = "INSERT INTO perfgate_migrations (version, name, applied_at) VALUES (?, ?, ?)"
 
 RUN_DIGEST = "SELECT digest FROM runs WHERE run_id = ?"
+# A run's row goes in first, and only if its id is new (rowcount 0: kept already): the
+# stores' idempotence (sqlstore.py). ON CONFLICT is SQLite's (3.24) and PostgreSQL's alike.
 INSERT_RUN = """INSERT INTO runs (run_id, digest, recorded_at, commit_sha, branch, pull_request,
-    ci_job, status, exit_code, perfgate_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    ci_job, status, exit_code, perfgate_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (run_id) DO NOTHING"""
 INSERT_RESULT = """INSERT INTO results (run_id, result_index, baseline, fingerprint, gpu, cc,
     ncu, driver, clock_control, cache_control, scope, time_basis)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
