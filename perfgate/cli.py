@@ -1115,6 +1115,10 @@ _db_option = click.option(
     help="The history: an SQLite file (created by add and import), or a PostgreSQL "
     "database as postgresql://... (the postgres extra).",
 )  # fmt: skip
+_history_format_option = click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+    help="json: one document on stdout (docs/history.md, JSON output).",
+)  # fmt: skip
 
 
 def _context_options(fn: F) -> F:
@@ -1143,8 +1147,12 @@ def _given(options: dict[str, Any]) -> Any:
     )
 
 
-def _say_stored(stored: Any) -> None:
-    if stored.stored:
+def _say_stored(stored: Any, fmt: str = "text") -> None:
+    if fmt == "json":
+        from perfgate.history.render import stored_json
+
+        _show(stored_json(stored))
+    elif stored.stored:
         _say(
             f"stored run {stored.run_id}: {stored.kernels} kernels, {stored.metrics} metrics "
             f"(the check {stored.status})"
@@ -1162,30 +1170,38 @@ def _say_stored(stored: Any) -> None:
 @_capture_files_option("ncu capture; repeat for several runs (as for perfgate check).")
 @click.option("--allow-other-gpu", is_flag=True, help="As for perfgate check: compare across GPUs.")
 @_context_options
+@_history_format_option
 @_guard
 def history_add_command(
     db: str, baselines: tuple[str, ...], captures: tuple[str, ...], allow_other_gpu: bool,
-    **context: Any,
+    fmt: str, **context: Any,
 ) -> None:  # fmt: skip
     """Check the captures as perfgate check does and keep the result with its context. Exit
     0 once kept, whatever the check's verdict (perfgate check is the gate)."""
     from perfgate.gate import CheckRequest, HistoryAdd, run_history_add
 
     request = CheckRequest(baselines, captures, allow_other_gpu=allow_other_gpu)
-    _say_stored(run_history_add(HistoryAdd(db, request, _given(context))))
+    _say_stored(run_history_add(HistoryAdd(db, request, _given(context))), fmt)
 
 
 @history_group.command("import", short_help="Keep JSON results of perfgate check.")
 @_db_option
 @click.argument("results", nargs=-1, required=True, type=click.Path())
 @_context_options
+@_history_format_option
 @_guard
-def history_import_command(db: str, results: tuple[str, ...], **context: Any) -> None:
+def history_import_command(db: str, results: tuple[str, ...], fmt: str, **context: Any) -> None:
     """Keep the results `perfgate check --format json` (or --json FILE) wrote. Without
     --run-id a file's run id is named by its content: importing it again changes nothing."""
     from perfgate.gate import run_history_import
 
-    for stored in run_history_import(db, results, _given(context)):
+    kept = run_history_import(db, results, _given(context))
+    if fmt == "json":
+        from perfgate.history.render import stored_json
+
+        _show(stored_json(*kept))
+        return
+    for stored in kept:
         _say_stored(stored)
 
 
@@ -1193,9 +1209,7 @@ def history_import_command(db: str, results: tuple[str, ...], **context: Any) ->
 @_db_option
 @click.argument("kernel")
 @click.option("--metric", "-m", default=None, help="Only this metric (perfgate metrics).")
-@click.option(
-    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
-)
+@_history_format_option
 @_guard
 def history_show_command(db: str, kernel: str, metric: str | None, fmt: str) -> None:
     """KERNEL (the baseline's id) over the runs kept, one series per fingerprint (GPU,
@@ -1215,12 +1229,18 @@ def history_show_command(db: str, kernel: str, metric: str | None, fmt: str) -> 
     "--keep", type=click.IntRange(min=0), default=None, metavar="N",
     help="Keep only the newest N runs.",
 )  # fmt: skip
+@_history_format_option
 @_guard
-def history_prune_command(db: str, older_than: float | None, keep: int | None) -> None:
+def history_prune_command(db: str, older_than: float | None, keep: int | None, fmt: str) -> None:
     """Delete runs by age, by count, or both (a run goes when either says so)."""
     from perfgate.gate import run_history_prune
 
     gone = run_history_prune(db, older_than, keep)
+    if fmt == "json":
+        from perfgate.history.render import pruned_json
+
+        _show(pruned_json(gone))
+        return
     _say(f"deleted {len(gone)} run{'s' if len(gone) != 1 else ''}")
 
 

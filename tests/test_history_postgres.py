@@ -259,3 +259,19 @@ def test_history_commands_end_to_end_on_a_server(
     code, out, _ = _invoke("history", "prune", "--db", pg_url, "--keep", "1")
     assert (code, out) == (0, "deleted 2 runs\n")
     assert len(_pg_rows(pg_url)["runs"]) == 1
+
+
+def test_a_schema_named_in_the_url_holds_the_history(
+    pg_url: str,  # noqa: F811
+    record: RunRecord,
+) -> None:
+    """docs/history.md: `?options=-csearch_path%3Dname` keeps the tables in that schema."""
+    with psycopg.connect(pg_url) as con:
+        con.execute("CREATE SCHEMA team_a")
+    joiner = "&" if "?" in pg_url else "?"
+    with open_store(f"{pg_url}{joiner}options=-csearch_path%3Dteam_a") as store:
+        assert store.store(record)
+    with psycopg.connect(pg_url) as con:
+        rows = con.execute("SELECT schemaname, tablename FROM pg_tables WHERE tablename = 'runs'")
+        assert rows.fetchall() == [("team_a", "runs")]
+    assert _tables(pg_url) == []  # nothing in public

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from perfgate.common.escape import one_line
 from perfgate.history.queries import Series
@@ -69,4 +69,43 @@ def to_json(kernel: str, found: Sequence[Series]) -> str:
             for s in found
         ],
     }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+class StoredRun(Protocol):
+    """What storing one run came to (perfgate.gate.HistoryStored)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def stored(self) -> bool: ...
+    @property
+    def kernels(self) -> int: ...
+    @property
+    def metrics(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+
+
+def stored_json(*runs: StoredRun) -> str:
+    """`history add` and `history import --format json`: each run, stored or kept already
+    (stored false: nothing changed), in the order given."""
+    doc = {
+        "runs": [
+            {
+                "run_id": r.run_id,
+                "stored": r.stored,
+                "kernels": r.kernels,
+                "metrics": r.metrics,
+                "status": r.status,
+            }
+            for r in runs
+        ]
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def pruned_json(run_ids: Sequence[str]) -> str:
+    """`history prune --format json`: the runs deleted."""
+    doc = {"deleted": len(run_ids), "run_ids": list(run_ids)}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
