@@ -1244,6 +1244,54 @@ def history_prune_command(db: str, older_than: float | None, keep: int | None, f
     _say(f"deleted {len(gone)} run{'s' if len(gone) != 1 else ''}")
 
 
+@history_group.command("detect", short_help="Change points and drift on a branch's series.")
+@_db_option
+@click.argument("kernels", nargs=-1)
+@click.option("--metric", "-m", default=None, help="Only this metric (perfgate metrics).")
+@click.option(
+    "--branch", default="main", show_default=True,
+    help="The branch whose runs form the series ('' for every run, whatever its branch).",
+)  # fmt: skip
+@click.option(
+    "--last", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Only the change points among each series' last N runs.",
+)  # fmt: skip
+@click.option(
+    "--drift", is_flag=True,
+    help="Hold the newest run (or --run) to the branch's recent runs on its fingerprint: the "
+    "median and spread of the last 30 (docs/history.md).",
+)  # fmt: skip
+@click.option("--run", "run_id", default=None, metavar="ID", help="With --drift: the run held.")
+@click.option(
+    "--fail-on-change", is_flag=True,
+    help="Exit 1 when a gated metric changed for the worse (a change point, or with --drift "
+    "a metric beyond its limit).",
+)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
+)
+@_guard
+def history_detect_command(
+    db: str, kernels: tuple[str, ...], metric: str | None, branch: str, last: int | None,
+    drift: bool, run_id: str | None, fail_on_change: bool, fmt: str,
+) -> None:  # fmt: skip
+    """Change points (E-divisive means with a permutation test) in each KERNEL's metrics over
+    the branch's runs, per fingerprint; every kernel when none is named. Each names the first
+    run of the new level, its commit and the finding the check gave the kernel there. Exit 0,
+    or 1 with --fail-on-change when a gated metric changed for the worse; 2 on bad input."""
+    from perfgate.common.errors import UsageError
+    from perfgate.history import detect_report
+    from perfgate.history.detect import DetectRequest, run_detect
+
+    if run_id is not None and not drift:
+        raise UsageError("--run names the run --drift holds to the history")
+    request = DetectRequest(kernels, metric, branch or None, last, drift, run_id)
+    found = run_detect(db, request)
+    _show(detect_report.to_json(found) if fmt == "json" else detect_report.text(found))
+    if fail_on_change and found.failing:
+        sys.exit(int(ExitCode.GATE_FAILED))
+
+
 def _global_options_in_help(group: click.Group) -> None:
     """Each command's --help names the global options it takes (they are hoisted from
     anywhere before a program's `--`): `check --help` omitted -q and --color."""

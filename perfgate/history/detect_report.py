@@ -1,0 +1,148 @@
+"""`perfgate history detect`'s output: text for people, JSON for tools. Here rather than in
+reports/: the formatters never import the history (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import Any
+
+from perfgate.common.escape import log_line
+from perfgate.history.detect import ChangePoint, Detected, DriftFlag, RunPoint
+
+
+def _number(v: float) -> str:
+    # Counters are whole numbers of up to 10^12 (sectors, instructions): every digit shown.
+    if v.is_integer() and abs(v) < 1e15:
+        return f"{v:,.0f}"
+    return f"{v:,.6g}"
+
+
+def _percent(change: float) -> str:
+    if math.isinf(change):
+        return "from 0"
+    return f"{change * 100:+.1f}%"
+
+
+def _run(p: RunPoint) -> str:
+    commit = f"commit {p.commit[:12]}" if p.commit else "no commit kept"
+    return f"run {p.run_id} ({commit}, {p.recorded_at[:19]})"
+
+
+def _cause(p: RunPoint) -> str:
+    if p.finding is not None:
+        return f"{p.kernel_state}: {p.finding.title}"
+    return f"{p.kernel_state}; the check named no cause for this kernel in that run"
+
+
+def _judgement(worse: bool, gates: bool) -> str:
+    if not worse:
+        return "better"
+    return "worse" if gates else "worse, evidence only"
+
+
+def _change_lines(c: ChangePoint) -> list[str]:
+    s = c.series
+    unit = f" {s.unit}" if s.unit else ""
+    return [
+        f"  {s.kernel} {s.metric}: {_number(c.before)} -> {_number(c.after)}{unit} "
+        f"({_percent(c.change)}, {_judgement(c.worse, c.gates)}) from {_run(c.first)}, "
+        f"run {c.index + 1} of {len(s.points)} on {s.fingerprint.describe()}",
+        f"    {_cause(c.first)}",
+    ]
+
+
+def _drift_lines(d: DriftFlag) -> list[str]:
+    s, r = d.series, d.result
+    unit = f" {s.unit}" if s.unit else ""
+    return [
+        f"  {s.kernel} {s.metric}: {_number(d.run.value)}{unit} against a median of "
+        f"{_number(r.median)}{unit} over the last {r.runs} runs ({_percent(r.change)}, limit "
+        f"{r.limit * 100:.1f}%, {'worse' if d.gates else 'worse, evidence only'}) on "
+        f"{s.fingerprint.describe()}",
+        f"    {_cause(d.run)}",
+    ]
+
+
+def _branch(found: Detected) -> str:
+    return f"branch {found.branch}" if found.branch is not None else "every branch"
+
+
+def text(found: Detected) -> str:
+    lines: list[str] = []
+    if found.judged is not None:
+        head = (
+            f"{len(found.drifts)} of {found.series} metrics of {_run(found.judged)} beyond "
+            f"the recent history of {_branch(found)} ({found.runs} earlier runs)"
+        )
+        lines.append(f"perfgate history detect --drift: {head}")
+        for d in found.drifts:
+            lines += _drift_lines(d)
+    else:
+        n = len(found.change_points)
+        lines.append(
+            f"perfgate history detect: {n} change point{'s' if n != 1 else ''} in "
+            f"{found.series} series over {found.runs} runs of {_branch(found)}"
+        )
+        for c in found.change_points:
+            lines += _change_lines(c)
+    return "\n".join(log_line(line) for line in lines) + "\n"
+
+
+def _point(p: RunPoint) -> dict[str, Any]:
+    doc = asdict(p)
+    doc["finding"] = asdict(p.finding) if p.finding is not None else None
+    return doc
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def to_json(found: Detected) -> str:
+    doc: dict[str, Any] = {
+        "branch": found.branch,
+        "series": found.series,
+        "runs": found.runs,
+        "failing": found.failing,
+        "change_points": [
+            {
+                "kernel": c.series.kernel,
+                "name": c.series.name,
+                "metric": c.series.metric,
+                "unit": c.series.unit,
+                "fingerprint": asdict(c.series.fingerprint),
+                "index": c.index,
+                "runs": len(c.series.points),
+                "before": c.before,
+                "after": c.after,
+                "change": _finite(c.change),
+                "worse": c.worse,
+                "gates": c.gates,
+                "first_run": _point(c.first),
+            }
+            for c in found.change_points
+        ],
+    }
+    if found.judged is not None:
+        doc["judged_run"] = _point(found.judged)
+        doc["drifts"] = [
+            {
+                "kernel": d.series.kernel,
+                "name": d.series.name,
+                "metric": d.series.metric,
+                "unit": d.series.unit,
+                "fingerprint": asdict(d.series.fingerprint),
+                "value": d.run.value,
+                "median": d.result.median,
+                "spread": d.result.spread,
+                "runs": d.result.runs,
+                "change": _finite(d.result.change),
+                "limit": d.result.limit,
+                "gates": d.gates,
+                "finding": _point(d.run)["finding"],
+            }
+            for d in found.drifts
+        ]
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

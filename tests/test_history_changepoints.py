@@ -1,0 +1,340 @@
+"""Change points and drift over a history (perfgate.history.changepoints, `history detect`).
+
+The series are real: each kernel's metrics measured per capture file of the field corpus's
+unchanged re-captures (tests/data/field/h100, six machine starts), as `baseline record`
+measures them, resampled over the starts; the steps and drifts are injected into them. The
+command runs end to end on an SQLite history built with `perfgate history add` from the
+families' real captures, with a real change (fam-b's nvrtc-uncoalesced: the copy kernel reads
+with a 32-way stride) partway through."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from perfgate.cli import main
+from perfgate.history import changepoints as cp
+from perfgate.identity.grouping import group_launches
+from perfgate.ingest import read_capture
+from perfgate.metrics.catalog import lookup
+from perfgate.metrics.measure import Measured, measure
+from perfgate.metrics.thresholds import Direction
+from tests.conftest import ROOT
+
+FIELD = ROOT / "tests" / "data" / "field"
+STARTS = {"h100-a": 3, "h100-b": 2, "h100-c": 2, "h100-d": 1, "h100-e": 1, "h100-f": 1}
+NOISY = ("duration", "dram_bytes", "instructions_executed", "l2_sectors")
+
+
+@cache
+def real_runs(workload: str) -> dict[str, list[list[float]]]:
+    """Per kernel name (present once in every run, same launch configuration) and metric:
+    the values per machine start, runs in capture order."""
+    per_file: list[tuple[str, dict[str, dict[str, float]]]] = []
+    for start, runs in STARTS.items():
+        for i in range(1, runs + 1):
+            capture = read_capture(FIELD / "h100" / start / f"{workload}-run{i}.csv.gz")
+            kernels: dict[str, dict[str, float]] = {}
+            for group in group_launches(capture.launches):
+                values = {}
+                for metric in NOISY:
+                    got = measure(lookup(metric), group.launches, capture.columns)
+                    if isinstance(got, Measured) and isinstance(got.value, float):
+                        values[metric] = got.value
+                kernels[repr(group.key)] = values
+            per_file.append((start, kernels))
+    common = set(per_file[0][1]).intersection(*(k for _, k in per_file[1:]))
+    out: dict[str, list[list[float]]] = {}
+    for key in sorted(common):
+        for metric in NOISY:
+            by_start: dict[str, list[float]] = {}
+            for start, kernels in per_file:
+                if metric in kernels[key]:
+                    by_start.setdefault(start, []).append(kernels[key][metric])
+            if sum(len(v) for v in by_start.values()) == sum(STARTS.values()):
+                out[f"{key} {metric}"] = list(by_start.values())
+    return out
+
+
+def resampled(starts: list[list[float]], length: int, seed: int) -> list[float]:
+    """Main's history: a machine start at random, 1 to all of its runs in order, again."""
+    rng = np.random.default_rng(seed)
+    out: list[float] = []
+    while len(out) < length:
+        runs = starts[int(rng.integers(0, len(starts)))]
+        first, block = int(rng.integers(0, len(runs))), int(rng.integers(1, len(runs) + 1))
+        out += [runs[(first + j) % len(runs)] for j in range(block)]
+    return out[:length]
+
+
+def long_durations(workload: str) -> dict[str, list[list[float]]]:
+    """Kernels of 20 us or more: their cross-start noise is small next to a 5% step."""
+    return {
+        k: v
+        for k, v in real_runs(workload).items()
+        if k.endswith(" duration") and statistics.median(x for s in v for x in s) >= 20_000
+    }
+
+
+# -- the statistics ------------------------------------------------------------------------
+
+
+def test_the_distance_sums_are_the_pairwise_definition() -> None:
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 8, 33, 100):
+        x = rng.normal(size=n).round(1)  # ties included
+        pairwise = np.abs(x[:, None] - x[None, :])
+        assert np.allclose(cp._distance_sums(x), pairwise.sum(axis=0))
+        assert np.allclose(cp._left_distance_sums(x), np.triu(pairwise, 1).sum(axis=0))
+
+
+def test_the_best_split_maximises_the_size_weighted_energy_distance() -> None:
+    def q(x: np.ndarray, tau: int) -> float:
+        a, b = x[:tau], x[tau:]
+        m, k = len(a), len(b)
+        between = 2 * np.abs(a[:, None] - b[None, :]).mean()
+        within_a = np.abs(a[:, None] - a[None, :]).sum() / (m * (m - 1))
+        within_b = np.abs(b[:, None] - b[None, :]).sum() / (k * (k - 1))
+        return float(m * k / (m + k) * (between - within_a - within_b))
+
+    x = np.random.default_rng(3).normal(size=40)
+    x[26:] += 1.5
+    tau, best = cp._best_split(x, 3)
+    expected = max(range(3, 38), key=lambda t: q(x, t))
+    assert tau == expected == 26
+    assert best == pytest.approx(q(x, 26))
+
+
+def test_an_exact_counter_changes_level_at_every_new_value() -> None:
+    assert cp.change_points([32.0, 32, 32, 40, 40, 40, 32], exact=True) == [3, 6]
+    assert cp.change_points([4.0] * 50, exact=True) == []
+
+
+def test_no_change_point_in_real_unchanged_series() -> None:
+    found = {}
+    for workload in ("hf-decoder", "gemms", "reductions"):
+        for name, starts in real_runs(workload).items():
+            got = cp.change_points(resampled(starts, 60, seed=len(name)))
+            if got:
+                found[f"{workload} {name}"] = got
+    assert not found
+
+
+@pytest.mark.parametrize(
+    ("step", "workloads"), [(0.05, ("gemms", "cnn-fp32", "cnn-tf32")), (0.03, ("gemms",))]
+)
+def test_a_step_is_found_at_its_first_run(step: float, workloads: tuple[str, ...]) -> None:
+    series = {k: v for w in workloads for k, v in long_durations(w).items()}
+    assert len(series) >= 4
+    for name, starts in series.items():
+        values = resampled(starts, 60, seed=len(name))
+        stepped = values[:40] + [v * (1 + step) for v in values[40:]]
+        assert cp.change_points(stepped) == [40], name
+
+
+def test_a_five_percent_step_is_found_within_three_runs_on_long_kernels() -> None:
+    for name, starts in long_durations("gemms").items():
+        values = resampled(starts, 43, seed=len(name))
+        stepped = values[:40] + [v * 1.05 for v in values[40:]]
+        assert cp.change_points(stepped) == [40], name
+
+
+def test_a_move_below_the_smallest_reported_is_no_change_point() -> None:
+    # The runs of one start, twice over, then 1.5% more: significant, and below 2%.
+    values = [100.0, 100.2, 99.9, 100.1, 99.8, 100.0, 100.3, 99.9] * 5
+    shifted = values + [v * 1.015 for v in values]
+    assert cp.e_divisive(shifted) == [40]
+    assert cp.change_points(shifted) == []
+    assert cp.change_points(values + [v * 1.025 for v in values]) == [40]
+
+
+def test_the_answer_is_the_same_every_time() -> None:
+    starts = next(iter(long_durations("gemms").values()))
+    values = resampled(starts, 80, seed=5)
+    values = values[:50] + [v * 1.04 for v in values[50:]]
+    first = cp.change_points(values)
+    assert first == [50]
+    assert all(cp.change_points(values) == first for _ in range(3))
+
+
+def test_three_thousand_runs_with_three_levels() -> None:
+    rng = np.random.default_rng(11)
+    values = 1000 * (1 + 0.005 * rng.standard_t(3, size=3000))
+    values[1000:] *= 1.05
+    values[2200:] *= 0.96
+    assert cp.change_points(list(values)) == [1000, 2200]
+
+
+# -- the drift rule ------------------------------------------------------------------------
+
+
+def test_the_drift_rule_flags_a_slow_drift_within_ten_runs() -> None:
+    for name, starts in long_durations("gemms").items():
+        values = resampled(starts, 40, seed=len(name))
+        drifting = values[:30] + [v * (1 + 0.01 * (i + 1)) for i, v in enumerate(values[30:])]
+        flagged = [
+            t
+            for t in range(30, 40)
+            if (got := cp.drift(drifting[:t], drifting[t], Direction.HIGHER_IS_WORSE))
+            and got.drifted
+        ]
+        assert flagged and flagged[0] < 30 + 10, name
+
+
+def test_the_drift_rule_passes_real_unchanged_runs() -> None:
+    flagged = []
+    for name, starts in long_durations("gemms").items():
+        values = resampled(starts, 60, seed=len(name))
+        for t in range(30, 60):
+            got = cp.drift(values[:t], values[t], Direction.HIGHER_IS_WORSE)
+            assert got is not None and got.runs == 30
+            if got.drifted:
+                flagged.append((name, t))
+    assert not flagged
+
+
+def test_the_drift_rule_judges_the_worse_direction_only_and_needs_enough_runs() -> None:
+    history = [100.0, 101, 99, 100, 102, 98, 100, 101, 99, 100]
+    assert cp.drift(history[:9], 150.0, Direction.HIGHER_IS_WORSE) is None
+    up = cp.drift(history, 110.0, Direction.HIGHER_IS_WORSE)
+    assert up is not None and up.drifted and up.median == 100 and up.change == pytest.approx(0.1)
+    down = cp.drift(history, 90.0, Direction.HIGHER_IS_WORSE)
+    assert down is not None and not down.drifted
+    assert cp.drift(history, 90.0, Direction.LOWER_IS_WORSE).drifted  # type: ignore[union-attr]
+    # Within the floor (3%) and the spreads: not flagged.
+    assert not cp.drift(history, 102.5, Direction.ANY_CHANGE).drifted  # type: ignore[union-attr]
+
+
+def test_the_spread_is_not_widened_by_the_drift_it_judges() -> None:
+    ramp = [100.0 + i for i in range(30)]  # +1 a run: a drift with no noise
+    assert cp.spread(ramp) == pytest.approx(np.sqrt(np.pi) / 2)
+    assert statistics.pstdev(ramp) > 8
+
+
+# -- the command, end to end ---------------------------------------------------------------
+
+FAMILIES = FIELD / "families"
+UNCHANGED = ("fam-a/nvrtc-run1", "fam-a/nvrtc-run2", "fam-a/nvrtc-run3", "fam-b/nvrtc-run1",
+             "fam-c/nvrtc-run1", "fam-d/nvrtc-run1", "fam-e/nvrtc-run1")  # fmt: skip
+CHANGED = "fam-b/nvrtc-uncoalesced-run1"
+# main: the 7 unchanged runs, then 3 of them again (10); two pull-request runs; main again
+# with the change merged (4 runs). The change point's first run is run-13.
+RUNS = (
+    *((c, "main") for c in UNCHANGED),
+    *((c, "main") for c in UNCHANGED[:3]),
+    (CHANGED, "pr-7"),
+    ("fam-b/nvrtc-run1", "pr-8"),
+    *((CHANGED, "main") for _ in range(4)),
+)
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("history")
+    baseline = folder / "nvrtc.yaml"
+    runs = [FAMILIES / "fam-a" / f"nvrtc-run{i}.csv.gz" for i in (1, 2, 3)]
+    code, _, err = invoke("baseline", "record", *(a for r in runs for a in ("-c", str(r))),
+                          "-o", str(baseline))  # fmt: skip
+    assert code == 0, err
+    db = folder / "history.sqlite"
+    for n, (capture, branch) in enumerate(RUNS, 1):
+        code, _, err = invoke(
+            "history", "add", "--db", str(db), "-b", str(baseline),
+            "-c", str(FAMILIES / f"{capture}.csv.gz"), "--run-id", f"run-{n:02d}",
+            "--commit", f"{n:02d}c0ffee{'0' * 32}", "--branch", branch,
+        )  # fmt: skip
+        assert code == 0, err
+    return db
+
+
+def test_detect_names_the_first_run_its_commit_and_the_cause(history: Path) -> None:
+    code, out, err = invoke("history", "detect", "--db", str(history), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["runs"] == 14  # main's runs only: the pull requests' are not main's history
+    points = doc["change_points"]
+    # The other two kernels held still; every level of the copy kernel moved at run-13.
+    assert {(p["kernel"], p["index"]) for p in points} == {("copy_vec", 10)}
+    metrics = {p["metric"]: p for p in points}
+    assert {"global_load_efficiency", "global_load_sectors", "duration"} <= set(metrics)
+    efficiency = metrics["global_load_efficiency"]  # an exact counter; lower is worse
+    assert (efficiency["before"], efficiency["after"], efficiency["worse"]) == (100, 12.5, True)
+    duration = metrics["duration"]
+    assert duration["index"] == 10 and duration["change"] > 0.3 and duration["gates"]
+    first = duration["first_run"]
+    assert first["run_id"] == "run-13" and first["commit"].startswith("13c0ffee")
+    assert first["kernel_state"] == "regressed"
+    assert first["finding"]["title"] == "Global loads became uncoalesced"
+
+
+def test_detect_text_says_it_on_one_line_per_change(history: Path) -> None:
+    code, out, _ = invoke("history", "detect", "--db", str(history), "copy_vec", "-m",
+                          "duration")  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    assert (
+        lines[0]
+        == "perfgate history detect: 1 change point in 1 series over 14 runs of branch main"
+    )
+    assert lines[1].startswith("  copy_vec duration: 54,") and "(+4" in lines[1]
+    assert "from run run-13 (commit 13c0ffee0000," in lines[1] and "run 11 of 14" in lines[1]
+    assert lines[2] == "    regressed: Global loads became uncoalesced"
+
+
+def test_fail_on_change_exits_1_and_last_limits_the_runs_looked_at(history: Path) -> None:
+    code, _, _ = invoke("history", "detect", "--db", str(history), "--fail-on-change")
+    assert code == 1
+    code, out, _ = invoke("history", "detect", "--db", str(history), "--last", "3",
+                          "--fail-on-change")  # fmt: skip
+    assert code == 0 and out.startswith("perfgate history detect: 0 change points")
+    code, _, _ = invoke("history", "detect", "--db", str(history), "poly_eval",
+                        "transpose_tiled", "--fail-on-change")  # fmt: skip
+    assert code == 0
+
+
+def test_drift_holds_a_pull_request_run_to_mains_recent_history(history: Path) -> None:
+    code, out, err = invoke("history", "detect", "--db", str(history), "--drift", "--run",
+                            "run-11", "--format", "json", "--fail-on-change")  # fmt: skip
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["judged_run"]["branch"] == "pr-7"
+    drifted = {(d["kernel"], d["metric"]) for d in doc["drifts"]}
+    assert ("copy_vec", "duration") in drifted and ("copy_vec", "global_load_sectors") in drifted
+    assert {k for k, _ in drifted} == {"copy_vec"}
+    duration = next(d for d in doc["drifts"] if d["metric"] == "duration")
+    assert duration["runs"] == 10 and duration["change"] > duration["limit"] > 0
+    code, out, _ = invoke("history", "detect", "--db", str(history), "--drift", "--run",
+                          "run-12", "--fail-on-change")  # fmt: skip
+    assert code == 0
+    assert out.startswith("perfgate history detect --drift: 0 of ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--db", "{missing}"), "no such history"),
+        (("--db", "{db}", "no_such_kernel"), "no runs of kernel 'no_such_kernel' on branch main"),
+        (("--db", "{db}", "--metric", "no_such_metric"), "no numbers of metric 'no_such_metric'"),
+        (("--db", "{db}", "--drift", "--run", "run-99"), "no run 'run-99' in this history"),
+        (("--db", "{db}", "--run", "run-01"), "--run names the run --drift holds"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    history: Path, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    filled = [a.format(db=history, missing=tmp_path / "none.sqlite") for a in args]
+    code, _, err = invoke("history", "detect", *filled)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "none.sqlite").exists()
