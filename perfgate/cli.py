@@ -387,6 +387,11 @@ def _asked_format(args: list[str]) -> str | None:
     "duration=5% a relative bound, registers_per_thread=4 an absolute one in the metric's "
     "unit (perfgate metrics lists them; points for a metric in %).",
 )  # fmt: skip
+@click.option(
+    "--history", "history", default=None, metavar="FILE|URL",
+    help="A perfgate history: the markdown report gets the trend of each kernel that "
+    "changed, its earlier runs on this fingerprint and this run (docs/history.md).",
+)  # fmt: skip
 @_guard
 def check_command(
     baselines: tuple[str, ...],
@@ -405,6 +410,7 @@ def check_command(
     allow_other_gpu: bool,
     waive: tuple[str, ...],
     thresholds: tuple[str, ...],
+    history: str | None = None,
     compare_with: str | None = None,  # perfgate compare: the baseline is recorded from it
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed, 2 when a gate
@@ -440,6 +446,7 @@ def check_command(
             verbose=verbose,
             quiet=settings.quiet,
             colour=settings.colour,
+            history=history,
         )
         outcome = run_check_command(command, github_environment(), _to_stderr)
     except PerfgateError as exc:
@@ -1290,6 +1297,28 @@ def history_detect_command(
     _show(detect_report.to_json(found) if fmt == "json" else detect_report.text(found))
     if fail_on_change and found.failing:
         sys.exit(int(ExitCode.GATE_FAILED))
+
+
+@history_group.command("html", short_help="One baseline's trends as a static HTML page.")
+@_db_option
+@click.option(
+    "--baseline", "-b", "baseline", default=None, metavar="BASELINE",
+    help="The baseline, as the checks named it (default: the one the history holds).",
+)  # fmt: skip
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The HTML page to write.")  # fmt: skip
+@click.option(
+    "--last", type=click.IntRange(min=0), default=60, show_default=True, metavar="N",
+    help="Draw the newest N runs of the baseline (0: every run kept).",
+)  # fmt: skip
+@_guard
+def history_html_command(db: str, baseline: str | None, output: str, last: int) -> None:
+    """Every kernel's charts of one baseline, per fingerprint and metric, change points
+    marked, on one self-contained page (inline SVG, no script, nothing fetched)."""
+    from perfgate.gate import run_history_html
+
+    page = run_history_html(db, baseline, output, last)
+    _say(f"wrote {page.path}: {page.kernels} kernels, {page.charts} charts, {page.runs} runs")
 
 
 def _global_options_in_help(group: click.Group) -> None:

@@ -454,6 +454,37 @@ def _pictures(report: Report, markdown_path: str) -> dict[str, str]:
     return names
 
 
+def _trend_pictures(
+    trends: Sequence[Any], markdown_path: str, start: int
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Write each trend (perfgate.history.trends.Trend) beside the markdown file, numbered on
+    from the stall charts and marked as they are; return (baseline, kernel) -> [(metric, the
+    file's name)]."""
+    from perfgate.history.svg import ChartSize, trend_chart
+    from perfgate.history.trends import change_indexes, detected
+    from perfgate.reports import svg
+
+    target = Path(markdown_path)
+    names: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for n, trend in enumerate(trends, start):
+        safe = ".".join(
+            re.sub(r"[^A-Za-z0-9_.-]+", "_", part)[:width]
+            for part, width in ((trend.kernel, 60), (trend.metric, 30))
+        )
+        name = f"{target.stem}.{n}.{safe}.svg"
+        chart = trend_chart(
+            trend.series,
+            title=f"{trend.metric} of {trend.kernel}",
+            change_points=change_indexes(trend.series, detected),
+            this_run=True,
+            size=ChartSize(640, 240),
+            mark=svg.chart_mark(target.name),
+        )
+        write_text_atomic(target.with_name(name), chart)
+        names.setdefault((trend.baseline, trend.kernel), []).append((trend.metric, name))
+    return names
+
+
 def _remove_earlier_charts(markdown_path: str, names: Iterable[str]) -> None:
     """An earlier run's charts beside the markdown that this run did not write again would
     read as this run's: removed once the markdown that no longer names them is in place (so
@@ -466,7 +497,9 @@ def _remove_earlier_charts(markdown_path: str, names: Iterable[str]) -> None:
     remove_own_files(target.parent, own, names, svg.chart_mark(target.name))
 
 
-def write_reports(report: Report, outputs: ReportOutputs) -> None:
+def write_reports(report: Report, outputs: ReportOutputs, trends: Sequence[Any] = ()) -> None:
+    """Write the reports asked for; `trends` (perfgate.history.trends.Trend, from --history)
+    are drawn beside the markdown report."""
     from perfgate.reports import json_report, junit, markdown
 
     if outputs.junit:
@@ -477,9 +510,11 @@ def write_reports(report: Report, outputs: ReportOutputs) -> None:
         write_text_atomic(outputs.json, json_report.render(report))
     if outputs.markdown:
         charts = _pictures(report, outputs.markdown)
-        pictures = markdown.Pictures(svg=charts)
+        drawn = _trend_pictures(trends, outputs.markdown, len(charts) + 1)
+        pictures = markdown.Pictures(svg=charts, trends=drawn)
         write_text_atomic(outputs.markdown, markdown.render(report, pictures))
-        _remove_earlier_charts(outputs.markdown, charts.values())
+        trend_files = [name for files in drawn.values() for _, name in files]
+        _remove_earlier_charts(outputs.markdown, [*charts.values(), *trend_files])
     full = outputs.markdown or outputs.json or outputs.junit
     if outputs.pr_comment:
         text = markdown.render(
@@ -620,6 +655,7 @@ class CheckCommand:
     verbose: bool = False
     quiet: bool = False  # text: the status line only
     colour: bool = False
+    history: str | None = None  # --history: the kept runs the markdown's trends are drawn from
 
 
 @dataclass(frozen=True)
@@ -768,10 +804,19 @@ def check_inputs(request: CheckRequest) -> list[str]:
     return [*request.baselines, *baselines, *files, *sidecars]
 
 
-def _check_report_paths(request: CheckRequest, outputs: ReportOutputs) -> None:
-    """Refuse, before judging, a report or GitHub step file that is one of the inputs (and
-    a --markdown whose stall charts, MARKDOWN-STEM.N.KERNEL.svg beside it, could be one)."""
+def _check_report_paths(
+    request: CheckRequest, outputs: ReportOutputs, history: str | None = None
+) -> None:
+    """Refuse, before judging, a report or GitHub step file that is one of the inputs (the
+    --history file among them), and a --markdown whose stall charts, MARKDOWN-STEM.N.KERNEL.svg
+    beside it, could be one."""
     inputs = check_inputs(request)
+    if history:
+        from perfgate.history.store import is_url
+
+        if not outputs.markdown:
+            raise UsageError("--history draws trends beside the markdown report: give --markdown")
+        inputs += [] if is_url(history) else [history]
     named: list[tuple[str, str | None]] = [
         ("--junit", outputs.junit), ("--markdown", outputs.markdown), ("--json", outputs.json),
         ("--pr-comment", outputs.pr_comment),
@@ -796,6 +841,28 @@ def _check_report_paths(request: CheckRequest, outputs: ReportOutputs) -> None:
                     f"replace an input ({given}); write the markdown to another file",
                     outputs.markdown,
                 )
+
+
+def _check_trends(
+    report: Report, history: str | None, outputs: ReportOutputs, stderr: Callable[[str], None]
+) -> list[Any]:
+    """The trends of the kernels that changed (perfgate.history.trends.check_trends), read
+    from --history for the markdown report. The verdict never depends on the history: one
+    that cannot be read (a file not there yet, a server down) is a warning, and no trends."""
+    if not history or not outputs.markdown:
+        return []
+    from perfgate.history.base import now
+    from perfgate.history.context import GivenContext, context
+    from perfgate.history.store import open_store
+    from perfgate.history.trends import check_trends
+
+    try:
+        with open_store(history, create=False) as store:
+            return check_trends(report, store, context(GivenContext(), os.environ, now()))
+    except PerfgateError as exc:
+        why = "; ".join(exc.lines())
+        stderr(log_line(f"perfgate: warning: no trends drawn: {why}") + "\n")
+        return []
 
 
 def _skip_irregular_step_files(
@@ -831,8 +898,9 @@ def run_check_command(
     annotate = _uses_github(command, gh) and command.fmt != "github"
     outputs = _skip_irregular_step_files(outputs, stderr)
     try:
-        _check_report_paths(command.request, outputs)
+        _check_report_paths(command.request, outputs, command.history)
         report = run_check(command.request)
+        trends = _check_trends(report, command.history, outputs, stderr)
     except PerfgateError as exc:
         # An output that is an input, or not a regular file, is never written to.
         request = command.request
@@ -849,7 +917,7 @@ def run_check_command(
         raise
     code = policy_exit_code(report, command.policy)
     try:
-        write_reports(report, outputs)
+        write_reports(report, outputs, trends)
     except PerfgateError as exc:  # a report file could not be written (disk full, say)
         # None may claim the result: not the earlier run's file at that path, nor this
         # run's reports already written; they say why the check failed instead.
@@ -1103,3 +1171,28 @@ def run_history_prune(db: str, older_than_days: float | None, keep: int | None) 
         before = cut.isoformat(timespec="microseconds")
     with open_store(db, create=False) as store:
         return store.prune(before=before, keep=keep)
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    path: str
+    runs: int
+    kernels: int
+    charts: int
+
+
+def run_history_html(db: str, baseline: str | None, output: str, last: int = 60) -> HistoryPage:
+    """One baseline's newest `last` runs (0: all) as a static HTML page
+    (perfgate.history.html), written atomically to `output`, which may not be the history."""
+    from perfgate.history import html
+    from perfgate.history.store import is_url, open_store
+    from perfgate.history.trends import baseline_trends, detected
+
+    check_outputs([("-o", output)], [] if is_url(db) else [db])
+    with open_store(db, create=False) as store:
+        records = [r for r in map(store.load, store.run_ids()) if r is not None]
+        source = store.where
+    trends = baseline_trends(records, baseline, last)
+    page = html.page(trends, source=source, change_points=detected)
+    write_text_atomic(output, page.text)
+    return HistoryPage(output, trends.runs, page.kernels, page.charts)

@@ -21,10 +21,16 @@ lines; one on its file, line and column for each problem at a place in a baselin
 reports asked for (JUnit, markdown, JSON, pull-request comment, step summary) saying what went
 wrong. Each problem is annotated once: the action registers no problem matcher.
 
+With a history (PERFGATE_HISTORY: an SQLite file or a postgresql:// URL), the check draws the
+markdown report's trends from it (`--history`, once the file exists) and its JSON result is
+kept there after (`perfgate history import`, with GitHub's run, commit, branch, pull request and
+job as the run's context). A history that cannot be written is a warning: the gate's verdict
+stands. A URL never shows in the log.
+
 Inputs (environment): PERFGATE (the perfgate executable), PERFGATE_BASELINE, PERFGATE_CAPTURES,
 PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_CAPTURE_ARGS, PERFGATE_JUNIT,
 PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_WAIVE,
-PERFGATE_ARGS, PERFGATE_STEP_SUMMARY ("false": no step summary).
+PERFGATE_ARGS, PERFGATE_STEP_SUMMARY ("false": no step summary), PERFGATE_HISTORY.
 """
 
 from __future__ import annotations
@@ -225,6 +231,63 @@ def expand(patterns: Sequence[str]) -> tuple[list[str], list[str]]:
     return files, unmatched
 
 
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+HISTORY_RESULT = "perfgate-history-result.json"  # under RUNNER_TEMP when no json input
+
+
+def _history(env: Mapping[str, str]) -> str:
+    return env.get("PERFGATE_HISTORY", "").strip()
+
+
+def _result_json(env: Mapping[str, str]) -> str:
+    """The JSON result the history keeps: the json input's, else one in the runner's temp."""
+    given = env.get("PERFGATE_JSON", "").strip()
+    if given:
+        return given
+    return os.path.join(env.get("RUNNER_TEMP") or ".", HISTORY_RESULT)  # noqa: PTH118
+
+
+def _history_args(env: Mapping[str, str]) -> list[str]:
+    """What the check gets for a history: its JSON result, and trends drawn from the history
+    once there is one (a file a cache restored, or a URL) and a markdown report to draw in."""
+    history = _history(env)
+    if not history:
+        return []
+    args = [] if env.get("PERFGATE_JSON", "").strip() else ["--json", _result_json(env)]
+    there = _URL.match(history) or os.path.isfile(history)  # noqa: PTH113
+    if there and env.get("PERFGATE_MARKDOWN", "").strip():
+        args += ["--history", history]
+    return args
+
+
+def history_import(env: Mapping[str, str]) -> list[str] | None:
+    """`perfgate history import` of the check's JSON result with GitHub's context; None
+    without a history."""
+    history = _history(env)
+    if not history:
+        return None
+    argv = [env.get("PERFGATE") or "perfgate", "history", "import", "--db", history]
+    run, job = env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_JOB", "")
+    # The id `perfgate history add` gives a GitHub run: a re-run attempt is another run.
+    context = {
+        "--run-id": f"github:{run}:{env.get('GITHUB_RUN_ATTEMPT') or '1'}:{job}" if run else "",
+        "--commit": env.get("GITHUB_SHA", ""),
+        "--branch": env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME", ""),
+        "--ci-job": job,
+    }
+    pull = re.match(r"refs/pull/(\d+)/", env.get("GITHUB_REF", ""))
+    context["--pull-request"] = pull.group(1) if pull else ""
+    for option, value in context.items():
+        if value:
+            argv += [option, value]
+    return [*argv, _result_json(env)]
+
+
+def hidden(argv: Sequence[str]) -> list[str]:
+    """The command line as the log shows it: a history URL (it may hold a password) hidden."""
+    return ["<history URL>" if _URL.match(arg) else arg for arg in argv]
+
+
 def _report_args(env: Mapping[str, str]) -> list[str]:
     args: list[str] = []
     for option, name in (
@@ -275,7 +338,7 @@ def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
         check += ["--capture", capture]
     fail_on = env.get("PERFGATE_FAIL_ON", "").strip() or "regression,missing"
     waive = [w.strip() for w in env.get("PERFGATE_WAIVE", "").split(",") if w.strip()]
-    check += [*_report_args(env), "--fail-on", fail_on, "--github"]
+    check += [*_report_args(env), *_history_args(env), "--fail-on", fail_on, "--github"]
     check += [a for w in waive for a in ("--waive", w)]
     check += extra_check
     runs.append(check)
@@ -359,7 +422,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
             argv = for_the_gpu(argv, captures)
         if capture:  # the program's own output, folded away in the log
             print("::group::perfgate capture", flush=True)
-        print("$ " + shown(["perfgate", *argv[1:]]), flush=True)
+        print("$ " + shown(["perfgate", *hidden(argv[1:])]), flush=True)
         before = _size(env.get("GITHUB_OUTPUT"))
         try:
             code, stderr = _run(argv, child)
@@ -377,7 +440,26 @@ def main(env: Mapping[str, str] = os.environ) -> int:
             # The check stopped before it could say so itself (a bug, a crash).
             why = cause(stderr) or "it wrote no error line"
             return fail(env, f"perfgate check exited {code}: {why}", code)
+    if code in (0, 1):
+        keep_history(env, child)
     return code
+
+
+def keep_history(env: Mapping[str, str], child: Mapping[str, str]) -> None:
+    """Keep the check's result in the history, when there is one. A failure is a warning: the
+    gate's verdict is what the step reports."""
+    argv = history_import(env)
+    if argv is None:
+        return
+    print("$ " + shown(["perfgate", *hidden(argv[1:])]), flush=True)
+    try:
+        code, stderr = _run(argv, child)
+    except OSError as exc:
+        code, stderr = -1, [f"cannot run {argv[0]}: {exc.strerror or exc}"]
+    if code != 0:
+        why = cause(stderr) or f"perfgate history import exited {code}"
+        title = "perfgate history not kept"
+        print(f"::warning title={title}::{_escaped(why)}", flush=True)
 
 
 if __name__ == "__main__":

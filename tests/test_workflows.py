@@ -367,6 +367,48 @@ def test_action_plans_the_commands_without_a_shell(tmp_path: Path) -> None:
     assert "cannot split" in action.commands({**env, "PERFGATE_PROGRAM": "python3 'open"})
 
 
+def test_action_plans_the_history_import_and_hides_a_url(tmp_path: Path) -> None:
+    action = _script("github_action")
+    db = tmp_path / "history.sqlite"
+    env = {
+        "PERFGATE": "/venv/bin/perfgate",
+        "PERFGATE_BASELINE": "baselines/h100/zoo.yaml",
+        "PERFGATE_CAPTURES": "c.csv",
+        "PERFGATE_MARKDOWN": "out/summary.md",
+        "PERFGATE_HISTORY": str(db),
+        "RUNNER_TEMP": "/runner/tmp",
+        "GITHUB_RUN_ID": "77",
+        "GITHUB_RUN_ATTEMPT": "2",
+        "GITHUB_JOB": "gate",
+        "GITHUB_SHA": "f" * 40,
+        "GITHUB_REF": "refs/pull/12/merge",
+        "GITHUB_HEAD_REF": "feature",
+    }
+    (runs, _) = action.commands(env)
+    # No history file yet (a cache miss): nothing to draw trends from, a JSON result to keep.
+    assert "--history" not in runs[-1]
+    json_at = runs[-1].index("--json")
+    assert runs[-1][json_at + 1] == "/runner/tmp/perfgate-history-result.json"
+    db.write_bytes(b"")
+    (runs, _) = action.commands(env)
+    assert runs[-1][runs[-1].index("--history") + 1] == str(db)
+    assert action.history_import(env) == [
+        "/venv/bin/perfgate", "history", "import", "--db", str(db),
+        "--run-id", "github:77:2:gate", "--commit", "f" * 40, "--branch", "feature",
+        "--ci-job", "gate", "--pull-request", "12", "/runner/tmp/perfgate-history-result.json",
+    ]  # fmt: skip
+    # The json input, when given, is the file kept; no markdown, no trends drawn.
+    given = {**env, "PERFGATE_JSON": "out/r.json", "PERFGATE_MARKDOWN": ""}
+    (runs, _) = action.commands(given)
+    assert "--history" not in runs[-1] and runs[-1].count("--json") == 1
+    assert action.history_import(given)[-1] == "out/r.json"
+    assert action.history_import({**env, "PERFGATE_HISTORY": " "}) is None
+    url = "postgresql://ci:s3cret@db.internal/perf"
+    (runs, _) = action.commands({**env, "PERFGATE_HISTORY": url})
+    assert url in runs[-1]  # a server is there to read: trends drawn from it
+    assert "s3cret" not in action.shown(action.hidden(runs[-1]))
+
+
 def _run_action(
     tmp_path: Path, **inputs: str
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
@@ -638,7 +680,9 @@ class _ActionRun:
         return [line for line in self.log.splitlines() if line.startswith("::error")]
 
 
-def _emulate_action(tmp_path: Path, path: str = "", **given: str) -> _ActionRun:
+def _emulate_action(
+    tmp_path: Path, path: str = "", github: dict[str, str] | None = None, **given: str
+) -> _ActionRun:
     doc = _load(ACTION)
     inputs = {name: str(spec.get("default", "")) for name, spec in doc["inputs"].items()}
     for name, value in given.items():
@@ -657,6 +701,7 @@ def _emulate_action(tmp_path: Path, path: str = "", **given: str) -> _ActionRun:
         "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md"),
         "GITHUB_ENV": str(tmp_path / "github-env"),
         **{f"INPUT_{k.upper()}": v for k, v in inputs.items()},
+        **(github or {}),
     }
     steps: dict[str, dict[str, str]] = {}
     log, failed = "", None
@@ -798,3 +843,52 @@ def test_the_action_says_why_perfgate_could_not_be_installed(tmp_path: Path) -> 
     )
     assert refused.outputs["verdict"] == "error" and refused.outputs["exit-code"] == "2"
     assert "is not a version number" in refused.errors()[0]
+
+
+def test_the_action_keeps_each_check_in_a_history_and_draws_its_trends(tmp_path: Path) -> None:
+    import sqlite3
+
+    _installed(tmp_path)
+    db = tmp_path / "cache" / "history.sqlite"
+    db.parent.mkdir()
+    runs = []
+    for n, capture in enumerate(("zoo-good-short-run2.csv", "zoo-good-short-run3.csv",
+                                 "zoo-bad-short-run1.csv"), 1):  # fmt: skip
+        out = tmp_path / f"report{n}"
+        runs.append(
+            _emulate_action(
+                tmp_path, baseline="baselines/h100/zoo.yaml", captures=str(data(capture)),
+                history=str(db), markdown=str(out / "summary.md"), json="", junit="",
+                pr_comment="", step_summary="false",
+                github={"GITHUB_RUN_ID": str(500 + n), "GITHUB_JOB": "gate",
+                        "GITHUB_SHA": f"{n}" * 40, "GITHUB_REF_NAME": "main"},
+            )
+        )  # fmt: skip
+    first, second, bad = runs
+    assert first.failed is None and first.outputs["verdict"] == "pass", first.log
+    assert "$ perfgate history import --db " in first.log
+    assert second.failed is None and bad.failed == "gate" and bad.outputs["verdict"] == "fail"
+    with sqlite3.connect(db) as con:
+        kept = con.execute("SELECT run_id, commit_sha, branch, status FROM runs").fetchall()
+    assert sorted(kept) == [
+        ("github:501:1:gate", "1" * 40, "main", "passed"),
+        ("github:502:1:gate", "2" * 40, "main", "passed"),
+        ("github:503:1:gate", "3" * 40, "main", "failed"),
+    ]
+    # The first run had no history to draw from; the failing one draws its regressed
+    # kernels over the two runs kept before it.
+    assert "**Trend**" not in (tmp_path / "report1" / "summary.md").read_text()
+    summary = (tmp_path / "report3" / "summary.md").read_text()
+    trends = sorted((tmp_path / "report3").glob("summary.*.svg"))
+    assert summary.count("**Trend** of ") >= 8 and all(f"]({t.name})" in summary for t in trends)
+    # A history that cannot be kept is a warning; the verdict stands and no URL is logged.
+    url = "postgresql://ci:s3cret@127.0.0.1:9/none?connect_timeout=2"
+    down = _emulate_action(
+        tmp_path, baseline="baselines/h100/zoo.yaml",
+        captures=str(data("zoo-good-short-run2.csv")), history=url,
+        markdown=str(tmp_path / "report4" / "summary.md"), json="", junit="", pr_comment="",
+        step_summary="false",
+    )  # fmt: skip
+    assert down.failed is None and down.outputs["verdict"] == "pass", down.log
+    assert "::warning title=perfgate history not kept::" in down.log
+    assert "s3cret" not in down.log and "<history URL>" in down.log

@@ -124,9 +124,12 @@ def change_details(c: ChangeFinding, program: ProgramVerdict | None) -> str:
 @dataclass(frozen=True)
 class Pictures:
     """How the stall breakdown is drawn: `svg` names the picture files written beside the
-    report (kernel id -> relative path); otherwise a mermaid chart, which GitHub draws."""
+    report (kernel id -> relative path); otherwise a mermaid chart, which GitHub draws.
+    `trends`: (baseline path, kernel id) -> (metric, relative path) of the trend pictures
+    drawn from a history (check --history)."""
 
     svg: Mapping[str, str] | None = None
+    trends: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None
 
 
 # The charts' two colours named where GitHub's mermaid has no legend (emoji of those colours).
@@ -217,6 +220,15 @@ def _stall_section(kernel: str, comps: list[Comparison], pictures: Pictures) -> 
     return "".join(lines)
 
 
+def _trend_section(baseline: str, kernel: str, pictures: Pictures) -> str:
+    drawn = (pictures.trends or {}).get((baseline, kernel), ())
+    return "".join(
+        f"**Trend** of {code(metric)} over the history's runs on this fingerprint, this run "
+        f"last:\n\n![{cell(metric)} of {cell(kernel)} over the history]({path})\n\n"
+        for metric, path in drawn
+    )
+
+
 def _occupancy_line(comps: list[Comparison]) -> str:
     by_metric = {c.metric: c for c in comps}
     parts = []
@@ -278,6 +290,7 @@ def kernel_details(result: CheckResult, pictures: Pictures) -> list[str]:
             + table
             + _occupancy_line(comps)
             + _stall_section(v.kernel, comps, pictures)
+            + _trend_section(result.baseline_path, v.kernel, pictures)
             + "</details>\n\n"
         )
     return blocks
