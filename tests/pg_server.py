@@ -56,7 +56,9 @@ class Cluster:
         return f"postgresql://perfgate@/postgres?host={self.home}"
 
     @classmethod
-    def start(cls) -> Cluster:
+    def start(cls, *, durable: bool = False) -> Cluster:
+        """durable: fsync on, as a real server (benchmarks/history_scale.py); the tests'
+        cluster turns it off, being thrown away."""
         where = binaries()
         if where is None:
             raise RuntimeError(
@@ -75,8 +77,10 @@ class Cluster:
                        "--no-sync", "-E", "UTF8", "--locale=C"]),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
-        # No TCP (no port to collide on); fsync off: a throwaway cluster.
-        options = f"-k {home} -c listen_addresses='' -c fsync=off -c max_connections=50"
+        # No TCP (no port to collide on).
+        options = f"-k {home} -c listen_addresses='' -c max_connections=50"
+        if not durable:
+            options += " -c fsync=off"
         subprocess.run(
             _as_owner([str(where / "pg_ctl"), "-D", data, "-l", str(home / "log"), "-w",
                        "-t", "60", "-o", options, "start"]),

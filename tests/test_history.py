@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -241,3 +242,40 @@ def test_sparkline_scales_to_the_series() -> None:
     assert sparkline([]) == ""
     assert sparkline([5.0, 5.0, 5.0]) == "▁▁▁"
     assert sparkline([1.0, 2.0, 3.0, 8.0]) == "▁▂▃█"
+
+
+def test_a_kernels_series_of_one_metric_is_read_through_its_index(
+    fam_b_record: RunRecord, tmp_path: Path
+) -> None:
+    """Schema version 3's index serves `history show --metric` (docs/history.md, "Scale"):
+    without it each run's metrics are all read to keep one."""
+    with SqliteStore(tmp_path / "h.db") as store:
+        store.store(fam_b_record)
+    with sqlite3.connect(tmp_path / "h.db") as con:
+        plan = " ".join(
+            str(row[3])
+            for row in con.execute("EXPLAIN QUERY PLAN " + sql.SERIES_OF_METRIC, ("k", "duration"))
+        )
+    assert "USING INDEX metrics_by_metric" in plan, plan
+    assert "USING INDEX kernels_by_id" in plan, plan
+
+
+def test_reading_a_current_history_waits_for_no_writer(
+    fam_b_record: RunRecord, tmp_path: Path
+) -> None:
+    """`show` on a history of this schema version only reads: a writer holding the write
+    lock (a CI job storing its run) does not hold it up."""
+    db = tmp_path / "h.db"
+    with SqliteStore(db) as store:
+        store.store(fam_b_record)
+    kernel = fam_b_record.results[0].kernels[0].kernel
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        began = time.monotonic()
+        code, out, err = _invoke("history", "show", "--db", str(db), kernel, "-m", "duration")
+        assert code == 0, err
+        assert kernel in out and time.monotonic() - began < 10
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

@@ -6,9 +6,10 @@ kernels regressed, each for its own cause; two passed)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,27 @@ def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path: Path, record: RunR
     result = CliRunner().invoke(main, ["history", "show", "--db", str(db), "zoo_registers"])
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"perfgate: error: {db}: cannot upgrade to schema version 2")
+
+
+def _asdict_digest(record: RunRecord) -> str:
+    """The digest as schema version 1 defined it (dataclasses.asdict), a kernel without a
+    finding as version 1 had no such field: the oracle of RunRecord.digest's faster walk."""
+    doc = asdict(record)
+    del doc["context"]["recorded_at"]
+    for result in doc["results"]:
+        for kernel in result["kernels"]:
+            if kernel["finding"] is None:
+                del kernel["finding"]
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_digest_is_the_one_version_1_defined(record: RunRecord) -> None:
+    old = without_findings(record)
+    assert record.digest() == _asdict_digest(record) != old.digest()
+    assert old.digest() == _asdict_digest(old)
+    later = replace(record, context=replace(CONTEXT, recorded_at="2030-01-01"))
+    assert later.digest() == record.digest()  # the time is not part of it
+    moved = replace(record, context=replace(CONTEXT, branch="other"))
+    assert moved.digest() != record.digest()
+    assert record.context.recorded_at == CONTEXT.recorded_at  # the walk altered nothing

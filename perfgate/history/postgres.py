@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from perfgate.history import sql
 from perfgate.history.base import HistoryError
 from perfgate.history.sqlstore import Cursor, SqlStore
 
@@ -103,6 +104,12 @@ class PostgresStore(SqlStore):
             yield
         except self._lost as exc:
             raise HistoryError(f"the database failed: {_one_line(exc)}", self.where) from exc
+
+    def _insert_rows(self, cur: Cursor, table: str, rows: list[tuple[Any, ...]]) -> None:
+        copying = cast("psycopg.Cursor[Any]", cur)  # the cursor _write gave: psycopg's
+        with copying.copy(sql.copy_in(table)) as copy:
+            for row in rows:
+                copy.write_row(row)
 
     def _tables(self, cur: Cursor) -> set[str]:
         cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")

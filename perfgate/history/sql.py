@@ -92,6 +92,16 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ALTER TABLE kernels ADD COLUMN finding_lever TEXT",
         ),
     ),
+    (
+        "one kernel's metric found without reading its others",
+        (
+            # A kernel's series for one metric (SERIES_OF_METRIC) reached each run's metrics
+            # through the primary key and read all of them to keep one: 140 ms for 4,223 runs
+            # in SQLite (benchmarks/history_scale.py, docs/history.md "Scale").
+            "CREATE INDEX metrics_by_metric"
+            " ON metrics (run_id, result_index, kernel_index, metric)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -107,15 +117,41 @@ RUN_DIGEST = "SELECT digest FROM runs WHERE run_id = ?"
 INSERT_RUN = """INSERT INTO runs (run_id, digest, recorded_at, commit_sha, branch, pull_request,
     ci_job, status, exit_code, perfgate_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (run_id) DO NOTHING"""
-INSERT_RESULT = """INSERT INTO results (run_id, result_index, baseline, fingerprint, gpu, cc,
-    ncu, driver, clock_control, cache_control, scope, time_basis)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-INSERT_KERNEL = """INSERT INTO kernels (run_id, result_index, kernel_index, kernel, name, state,
-    family, nvtx, matched_by, finding_mechanism, finding_title, finding_lever)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-INSERT_METRIC = """INSERT INTO metrics (run_id, result_index, kernel_index, metric_index, metric,
-    state, value_number, value_text, baseline_number, baseline_text, unit, bound)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+# A run's rows below it, by table: their columns, in the order the stores give the values
+# (sqlstore.child_rows). SQLite inserts them with executemany; PostgreSQL copies them in
+# (COPY ... FROM STDIN, a statement of its own: twice executemany's rate there).
+CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "results": (
+        "run_id", "result_index", "baseline", "fingerprint", "gpu", "cc", "ncu", "driver",
+        "clock_control", "cache_control", "scope", "time_basis",
+    ),
+    "kernels": (
+        "run_id", "result_index", "kernel_index", "kernel", "name", "state", "family", "nvtx",
+        "matched_by", "finding_mechanism", "finding_title", "finding_lever",
+    ),
+    "metrics": (
+        "run_id", "result_index", "kernel_index", "metric_index", "metric", "state",
+        "value_number", "value_text", "baseline_number", "baseline_text", "unit", "bound",
+    ),
+}  # fmt: skip
+
+
+def insert(table: str) -> str:
+    """The INSERT of one row of a run's table (CHILD_COLUMNS)."""
+    columns = CHILD_COLUMNS[table]
+    marks = ", ".join("?" * len(columns))
+    # Names from CHILD_COLUMNS only, never from input; the values go as parameters.
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608
+
+
+def copy_in(table: str) -> str:
+    """PostgreSQL's COPY of a run's rows of one table (CHILD_COLUMNS)."""
+    return f"COPY {table} ({', '.join(CHILD_COLUMNS[table])}) FROM STDIN"
+
+
+INSERT_RESULT = insert("results")
+INSERT_KERNEL = insert("kernels")
+INSERT_METRIC = insert("metrics")
 
 SELECT_RUN = """SELECT run_id, recorded_at, commit_sha, branch, pull_request, ci_job, status,
     exit_code, perfgate_version FROM runs WHERE run_id = ?"""
@@ -131,8 +167,9 @@ RUN_IDS = "SELECT run_id FROM runs ORDER BY recorded_at, run_id"
 
 # A kernel's points, oldest first: one row per run, result and metric. (No `? IS NULL`
 # for an optional filter: PostgreSQL cannot type such a parameter; SERIES_OF_METRIC is that.)
-SERIES = """SELECT r.run_id, r.recorded_at, r.commit_sha, r.branch, s.fingerprint, s.gpu, s.cc,
-    s.ncu, s.driver, s.clock_control, s.cache_control, s.scope, s.time_basis, k.kernel, k.name,
+# Per point only what a point holds: the fingerprint by its key (the same for thousands of
+# points; queries.series reads its fields from the key once), not its eight columns.
+SERIES = """SELECT r.run_id, r.recorded_at, r.commit_sha, r.branch, s.fingerprint, k.name,
     m.metric, m.state, m.value_number, m.value_text, m.baseline_number, m.unit, m.bound,
     k.finding_mechanism, k.finding_title
     FROM metrics m

@@ -80,8 +80,7 @@ def _run_row(record: RunRecord, digest: str) -> tuple[Any, ...]:
 def child_rows(
     record: RunRecord,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The results, kernels and metrics rows of a run, as INSERT_RESULT, INSERT_KERNEL and
-    INSERT_METRIC take them."""
+    """The results, kernels and metrics rows of a run, in sql.CHILD_COLUMNS' order."""
     rid = record.context.run_id
     results: list[tuple[Any, ...]] = []
     kernels: list[tuple[Any, ...]] = []
@@ -167,19 +166,21 @@ class SqlStore(abc.ABC):
 
     def migrate(self, *, create: bool) -> None:
         """Bring the schema to this perfgate's version: every migration missing, in one
-        transaction, so an upgrade that fails leaves the history as it was."""
+        transaction, so an upgrade that fails leaves the history as it was. A history of
+        this version is only read (no write lock: `show` never waits for a writer)."""
+        with self._snapshot() as cur:
+            tables = self._tables(cur)
+            self.refuse(tables, create=create)
+            if MIGRATIONS_TABLE in tables:
+                cur.execute(sql.CURRENT_VERSION)
+                if self._current(cur) == sql.SCHEMA_VERSION:
+                    return
         with self._write() as cur:
             self._lock_schema(cur)
             self.refuse(self._tables(cur), create=create)
             cur.execute(sql.MIGRATIONS_TABLE)
             cur.execute(sql.CURRENT_VERSION)
-            current = cur.fetchone()[0] or 0
-            if current > sql.SCHEMA_VERSION:
-                raise HistoryError(
-                    f"a perfgate history of schema version {current}; this perfgate reads "
-                    f"version {sql.SCHEMA_VERSION} and older: upgrade perfgate",
-                    self.where,
-                )
+            current = self._current(cur)
             stamp = now()
             for version in range(current + 1, sql.SCHEMA_VERSION + 1):
                 name, statements = sql.MIGRATIONS[version - 1]
@@ -193,6 +194,17 @@ class SqlStore(abc.ABC):
                         self.where,
                     ) from exc
                 cur.execute(self.q(sql.RECORD_MIGRATION), (version, name, stamp))
+
+    def _current(self, cur: Cursor) -> int:
+        """The version CURRENT_VERSION just read; a newer one than this perfgate's refused."""
+        current = int(cur.fetchone()[0] or 0)
+        if current > sql.SCHEMA_VERSION:
+            raise HistoryError(
+                f"a perfgate history of schema version {current}; this perfgate reads "
+                f"version {sql.SCHEMA_VERSION} and older: upgrade perfgate",
+                self.where,
+            )
+        return current
 
     @property
     def schema_version(self) -> int:
@@ -216,15 +228,14 @@ class SqlStore(abc.ABC):
                     "once (give this one another --run-id)",
                     self.where,
                 )
-            results, kernels, metrics = child_rows(record)
-            for statement, rows in (
-                (sql.INSERT_RESULT, results),
-                (sql.INSERT_KERNEL, kernels),
-                (sql.INSERT_METRIC, metrics),
-            ):
+            for table, rows in zip(sql.CHILD_COLUMNS, child_rows(record), strict=True):
                 if rows:
-                    cur.executemany(self.q(statement), rows)
+                    self._insert_rows(cur, table, rows)
         return True
+
+    def _insert_rows(self, cur: Cursor, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """A run's rows of one table (sql.CHILD_COLUMNS), within its transaction."""
+        cur.executemany(self.q(sql.insert(table)), rows)
 
     def run_ids(self) -> list[str]:
         with self._snapshot() as cur:

@@ -1,0 +1,326 @@
+"""What a results history costs at scale: SQLite and PostgreSQL side by side in one run.
+
+Ingests --points metric points (default 10 million) into each engine through the stores'
+own `store()` (one transaction per run, its digest computed: what `perfgate history add`
+does), then times reading one kernel's series for one metric as `perfgate history show
+--metric` does (a fresh connection, `queries.series`, the points assembled), and reports the
+ingest rate and the database's size per million points (docs/history.md, "Scale").
+
+The runs are shaped on a real check: tests/data/h100/zoo-bad-short-run1.csv against
+baselines/h100/zoo.yaml gives 10 kernels of 37 metrics each (their names, units, bounds and
+labels as the check wrote them). Each synthetic run holds --kernels kernels made from those
+ten (renamed, values moved a little run to run), on one of --fingerprints fingerprints (two
+GPUs, two drivers each), with one kernel in twenty regressed and carrying the real check's
+first finding. Run ids, commits and times look like a CI's.
+
+PostgreSQL: the server PERFGATE_TEST_PG_URL names (a database is created on it and dropped
+after), else a throwaway cluster from this machine's binaries (tests/pg_server.py) with its
+default durability (fsync on), since SQLite's store syncs its commits too.
+
+    python benchmarks/history_scale.py                    # the figures in docs/history.md
+    python benchmarks/history_scale.py --points 200000    # a quick run
+    python benchmarks/history_scale.py --engines sqlite --points 1000000 --keep /tmp/h.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfgate.gate import CheckRequest, run_check  # noqa: E402
+from perfgate.history import sql  # noqa: E402
+from perfgate.history.model import (  # noqa: E402
+    KernelRecord,
+    MetricRecord,
+    ResultRecord,
+    RunContext,
+    RunFingerprint,
+    RunRecord,
+)
+from perfgate.history.queries import series  # noqa: E402
+from perfgate.history.records import from_report  # noqa: E402
+from perfgate.history.store import open_store  # noqa: E402
+
+BASELINE = ROOT / "baselines" / "h100" / "zoo.yaml"
+CAPTURE = ROOT / "tests" / "data" / "h100" / "zoo-bad-short-run1.csv"
+FINGERPRINTS = (
+    RunFingerprint("NVIDIA H100 80GB HBM3", "9.0", "2025.3.1", "570.172.08", "none", "flush_all", "kernel", "gpu__time_duration"),
+    RunFingerprint("NVIDIA H100 80GB HBM3", "9.0", "2025.3.1", "575.57.08", "none", "flush_all", "kernel", "gpu__time_duration"),
+    RunFingerprint("NVIDIA H200", "9.0", "2025.3.1", "570.172.08", "none", "flush_all", "kernel", "gpu__time_duration"),
+    RunFingerprint("NVIDIA H200", "9.0", "2025.3.1", "575.57.08", "none", "flush_all", "kernel", "gpu__time_duration"),
+)  # fmt: skip
+QUERIES = 25  # series read per engine: the median and the slowest are reported
+INDEX = "metrics_by_metric"  # schema version 3's index, which --without-index drops to compare
+MIGRATION_STATEMENTS = [
+    (INDEX, statement)
+    for _, statements in sql.MIGRATIONS
+    for statement in statements
+    if INDEX in statement
+]
+
+
+def template() -> list[KernelRecord]:
+    """The real check's kernels: names, metrics, units, bounds, labels and findings."""
+    report = run_check(CheckRequest((str(BASELINE),), (str(CAPTURE),)))
+    record = from_report(report, RunContext("template", "2026-01-01T00:00:00+00:00"))
+    return list(record.results[0].kernels)
+
+
+def _moved(m: MetricRecord, rng: random.Random, regressed: bool) -> MetricRecord:
+    if not isinstance(m.value, float):
+        return replace(m, state="pass") if not regressed else m
+    value = m.value * (1.0 + rng.gauss(0.0, 0.01))
+    return replace(m, value=value, state=m.state if regressed else "pass")
+
+
+def runs(kernels: int, count: int, seed: int) -> Iterator[RunRecord]:
+    """`count` synthetic runs of `kernels` kernels each, oldest first."""
+    rng = random.Random(seed)
+    base = template()
+    start = 1_767_225_600.0  # 2026-01-01, UTC
+    for i in range(count):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + i * 600))
+        context = RunContext(
+            run_id=f"github:{14_000_000_000 + i}:1:gpu-check",
+            recorded_at=f"{stamp}.{rng.randrange(1_000_000):06d}+00:00",
+            commit=f"{rng.getrandbits(160):040x}",
+            branch="main" if i % 3 else f"feature/change-{i % 97}",
+            pull_request=None if i % 3 else str(1000 + i % 97),
+            ci_job="gpu-check",
+        )
+        made = []
+        for k in range(kernels):
+            real = base[k % len(base)]
+            regressed = rng.random() < 0.05
+            made.append(
+                KernelRecord(
+                    kernel=f"{real.kernel}_{k:03d}",
+                    name=real.name.replace("(", f"_{k:03d}(", 1),
+                    state=real.state if regressed else "pass",
+                    family=real.family,
+                    nvtx=real.nvtx,
+                    matched_by=real.matched_by,
+                    metrics=tuple(_moved(m, rng, regressed) for m in real.metrics),
+                    finding=real.finding if regressed else None,
+                )
+            )
+        fp = FINGERPRINTS[(i // 50) % len(FINGERPRINTS)]  # runs come in stretches per machine
+        result = ResultRecord("baselines/h100/zoo.yaml", fp, tuple(made))
+        yield RunRecord(context, "failed", 1, "0.2.0", (result,))
+
+
+@dataclass(frozen=True)
+class Figures:
+    engine: str
+    runs: int
+    points: int
+    ingest_s: float
+    bytes: int
+    index_bytes: int | None  # metrics_by_metric's share of `bytes`
+    read_ms: list[float]  # connect and read a series, as `history show --metric` does
+    query_ms: list[float]  # the series alone, on an open connection
+    read_ms_without_index: list[float]
+    series_points: int
+
+    def row(self) -> dict[str, Any]:
+        per_million = self.points / 1e6
+        row = {
+            "engine": self.engine,
+            "runs": self.runs,
+            "points": self.points,
+            "ingest_s": round(self.ingest_s, 1),
+            "points_per_s": round(self.points / self.ingest_s),
+            "mb_per_million_points": round(self.bytes / 1e6 / per_million, 1),
+            "index_mb_per_million_points": None
+            if self.index_bytes is None
+            else round(self.index_bytes / 1e6 / per_million, 1),
+            "series_points": self.series_points,
+            "read_ms_median": round(statistics.median(self.read_ms), 1),
+            "read_ms_max": round(max(self.read_ms), 1),
+            "query_ms_median": round(statistics.median(self.query_ms), 1),
+        }
+        if self.read_ms_without_index:
+            row["read_ms_median_without_index"] = round(
+                statistics.median(self.read_ms_without_index), 1
+            )
+        return row
+
+
+def _size(engine: str, db: str) -> int:
+    """The database's bytes: PostgreSQL's pg_database_size, SQLite's file once checkpointed."""
+    if engine == "postgres":
+        import psycopg
+
+        with psycopg.connect(db) as con:
+            return int(con.execute("SELECT pg_database_size(current_database())").fetchone()[0])  # type: ignore[index]
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(os.path.getsize(p) for p in (db, f"{db}-wal") if os.path.exists(p))
+
+
+def _raw(engine: str, db: str, statement: str) -> Any:
+    """One statement on a connection of the benchmark's own (not the store's)."""
+    if engine == "postgres":
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as con:
+            cur = con.execute(statement)
+            return cur.fetchone() if cur.description else None
+    import sqlite3
+
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        return con.execute(statement).fetchone()
+    finally:
+        con.close()
+
+
+def _index_bytes(engine: str, db: str) -> int | None:
+    if engine == "postgres":
+        return int(_raw(engine, db, f"SELECT pg_relation_size('{INDEX}')")[0])
+    try:
+        return int(_raw(engine, db, f"SELECT SUM(pgsize) FROM dbstat WHERE name = '{INDEX}'")[0])
+    except Exception:  # an SQLite built without the dbstat table
+        return None
+
+
+def _ingest(engine: str, db: str, args: argparse.Namespace, count: int) -> tuple[int, float]:
+    points, ingest = 0, 0.0
+    with open_store(db) as store:
+        # Only store() is timed: making the synthetic runs is the benchmark's, not the store's.
+        for n, record in enumerate(runs(args.kernels, count, args.seed), 1):
+            began = time.perf_counter()
+            store.store(record)
+            ingest += time.perf_counter() - began
+            points += record.metric_count
+            if n % max(1, count // 10) == 0:
+                rate = points / ingest
+                print(
+                    f"  {engine}: {n}/{count} runs, {points:,} points, {rate:,.0f}/s",
+                    file=sys.stderr,
+                )
+    return points, ingest
+
+
+def _reads(db: str, args: argparse.Namespace, count: int) -> tuple[list[float], list[float]]:
+    """QUERIES series of one kernel and metric each: (connect and read, the read alone) ms."""
+    rng = random.Random(args.seed + 1)
+    base = template()
+    reads, queries = [], []
+    for _ in range(QUERIES):
+        k = rng.randrange(args.kernels)
+        real = base[k % len(base)]
+        kernel = f"{real.kernel}_{k:03d}"
+        metric = rng.choice([m.metric for m in real.metrics])
+        began = time.perf_counter()
+        with open_store(db, create=False) as store:  # as `history show` does: connect, read
+            opened = time.perf_counter()
+            found = series(store, kernel, metric)
+        done = time.perf_counter()
+        reads.append((done - began) * 1000)
+        queries.append((done - opened) * 1000)
+        points = sum(len(s.points) for s in found)
+        assert points == count, (kernel, metric, points, count)
+    return reads, queries
+
+
+def measure(engine: str, db: str, args: argparse.Namespace, count: int) -> Figures:
+    open_store(db).close()
+    empty = _size(engine, db)
+    points, ingest = _ingest(engine, db, args, count)
+    if engine == "postgres":
+        _raw(engine, db, "ANALYZE")  # the statistics autovacuum gathers on its own, now
+    used = _size(engine, db) - empty
+    index = _index_bytes(engine, db)
+    reads, queries = _reads(db, args, count)
+    without: list[float] = []
+    if args.without_index:
+        _raw(engine, db, f"DROP INDEX {INDEX}")
+        without, _ = _reads(db, args, count)
+        _raw(engine, db, dict(MIGRATION_STATEMENTS)[INDEX])  # the history as it was
+    return Figures(engine, count, points, ingest, used, index, reads, queries, without, count)
+
+
+def _postgres(url: str | None) -> Iterator[str]:
+    from tests.pg_server import Cluster, create_database, drop_database
+
+    cluster = None
+    if url is None:
+        cluster = Cluster.start(durable=True)
+        url = cluster.url
+    db = create_database(url)
+    try:
+        yield db
+    finally:
+        drop_database(url, db)
+        if cluster is not None:
+            cluster.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", type=int, default=10_000_000, help="metric points to ingest")
+    parser.add_argument("--kernels", type=int, default=64, help="kernels per run")
+    parser.add_argument("--engines", default="sqlite,postgres")
+    parser.add_argument("--pg-url", default=os.environ.get("PERFGATE_TEST_PG_URL"))
+    parser.add_argument(
+        "--keep", default=None, help="the SQLite file to write (default: a temporary one)"
+    )
+    parser.add_argument("--seed", type=int, default=35)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument(
+        "--without-index",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"also time the reads with {INDEX} dropped (then made again)",
+    )
+    args = parser.parse_args()
+    per_run = sum(len(template()[k % 10].metrics) for k in range(args.kernels))
+    count = max(1, round(args.points / per_run))
+    rows = []
+    for engine in args.engines.split(","):
+        if engine == "sqlite":
+            with tempfile.TemporaryDirectory(prefix="perfgate-history-") as tmp:
+                path = args.keep or str(Path(tmp) / "history.sqlite")
+                rows.append(measure("sqlite", path, args, count).row())
+        elif engine == "postgres":
+            for db in _postgres(args.pg_url):
+                rows.append(measure("postgres", db, args, count).row())
+        else:
+            parser.error(f"no such engine: {engine}")
+    columns = list(rows[0])
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print(
+            "| "
+            + " | ".join(
+                f"{row[c]:,}" if isinstance(row[c], (int, float)) else str(row[c]) for c in columns
+            )
+            + " |"
+        )
+    print(
+        f"({args.kernels} kernels x {per_run // args.kernels}-ish metrics per run, {count:,} runs, "
+        f"{len(FINGERPRINTS)} fingerprints; {QUERIES} series reads of {count:,} points each)"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
