@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from perfgate.cli import main
 from perfgate.history import changepoints as cp
+from perfgate.history import detect
 from perfgate.identity.grouping import group_launches
 from perfgate.ingest import read_capture
 from perfgate.metrics.catalog import lookup
@@ -318,6 +319,15 @@ def test_drift_holds_a_pull_request_run_to_mains_recent_history(history: Path) -
                           "run-12", "--fail-on-change")  # fmt: skip
     assert code == 0
     assert out.startswith("perfgate history detect --drift: 0 of ")
+
+
+def test_what_counts_against_the_build_is_what_a_check_counts() -> None:
+    assert detect.gates("duration", 54_000.0, 80_000.0)
+    # A kernel under 10 us whose time moved by 1.5 us or less: evidence, as in a check.
+    assert not detect.gates("duration", 3_000.0, 3_300.0)
+    assert detect.gates("duration", 3_000.0, 6_000.0)
+    assert detect.gates("registers_per_thread", 32.0, 40.0)
+    assert not detect.gates("stall_cpi.long_scoreboard", 1.0, 3.0)  # evidence
 
 
 @pytest.mark.parametrize(

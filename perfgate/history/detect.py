@@ -31,7 +31,7 @@ from perfgate.history.changepoints import (
     relative,
 )
 from perfgate.history.model import Finding, KernelRecord, RunFingerprint, RunRecord
-from perfgate.metrics.catalog import Role, lookup
+from perfgate.metrics.catalog import Role, lookup, role_of
 from perfgate.metrics.thresholds import Direction, Noise
 
 
@@ -56,6 +56,18 @@ def kind_of(metric: str) -> MetricKind:
     except PerfgateError:  # a name the catalog does not know: a noisy metric, either way
         return MetricKind(False, Direction.ANY_CHANGE, True)
     return MetricKind(defn.noise is Noise.EXACT, defn.direction, defn.role is Role.PRIMARY)
+
+
+def gates(metric: str, before: float, after: float) -> bool:
+    """Whether a move of the metric from `before` to `after` counts on its own, as a check
+    counts it: a primary metric, except the time of a kernel under 10 us that moved by 1.5 us
+    a launch or less (perfgate.metrics.catalog.role_of: such kernels' times move that much
+    between machine starts of an unchanged build)."""
+    if not kind_of(metric).gates:
+        return False
+    if metric == "duration":
+        return role_of(metric, before, abs(after - before)) is Role.PRIMARY
+    return True
 
 
 def is_worse(change: float, direction: Direction) -> bool:
@@ -227,7 +239,8 @@ def series_changes(s: KeptSeries, detection: Detection = DEFAULT) -> list[Change
         before, after = level_medians(values, cuts, cut)
         change = relative(after, before)
         worse = is_worse(change, kind.direction)
-        out.append(ChangePoint(s, cut, before, after, change, worse, worse and kind.gates))
+        counts = worse and gates(s.metric, before, after)
+        out.append(ChangePoint(s, cut, before, after, change, worse, counts))
     return out
 
 
@@ -279,7 +292,7 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
             rule = DriftRule(rule.runs, 0.0, 0.0, rule.min_runs)
         got = drift(kept.values, point.value, kind.direction, rule)
         if got is not None and got.drifted:
-            flags.append(DriftFlag(kept, point, got, kind.gates))
+            flags.append(DriftFlag(kept, point, got, gates(key[2], got.median, point.value)))
     first = next(iter(this_run.values())).points[0]
     return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), first)
 
