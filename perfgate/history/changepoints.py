@@ -158,7 +158,8 @@ def _significant(
     """The permutation test: shuffled within each segment, how often does the best split of
     any segment reach the observed one? Stopped once the p-value can no longer be small
     enough (Besag and Clifford): (beaten + 1) / (permutations + 1) > significance."""
-    allowed = math.floor(detection.significance * (detection.permutations + 1)) - 1
+    # The epsilon: 0.29 * 100 is 28.999999999999996 in floating point, and 29 is meant.
+    allowed = math.floor(detection.significance * (detection.permutations + 1) + 1e-9) - 1
     beaten = 0
     for _ in range(detection.permutations):
         best = -math.inf

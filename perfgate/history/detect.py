@@ -30,7 +30,7 @@ from perfgate.history.changepoints import (
     level_medians,
     relative,
 )
-from perfgate.history.model import Finding, KernelRecord, RunFingerprint, RunRecord
+from perfgate.history.model import Finding, KernelRecord, RunContext, RunFingerprint, RunRecord
 from perfgate.metrics.catalog import Role, lookup, role_of
 from perfgate.metrics.thresholds import Direction, Noise
 
@@ -135,7 +135,7 @@ class Detected:
     runs: int  # runs of the branch read
     change_points: tuple[ChangePoint, ...]
     drifts: tuple[DriftFlag, ...] = ()
-    judged: RunPoint | None = None  # --drift: the run held to the branch's history
+    judged: RunContext | None = None  # --drift: the run held to the branch's history
 
     @property
     def failing(self) -> bool:
@@ -293,8 +293,7 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
         got = drift(kept.values, point.value, kind.direction, rule)
         if got is not None and got.drifted:
             flags.append(DriftFlag(kept, point, got, gates(key[2], got.median, point.value)))
-    first = next(iter(this_run.values())).points[0]
-    return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), first)
+    return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), judged.context)
 
 
 def run_detect(db: str, request: DetectRequest) -> Detected:

@@ -10,6 +10,7 @@ from typing import Any
 
 from perfgate.common.escape import log_line
 from perfgate.history.detect import ChangePoint, Detected, DriftFlag, RunPoint
+from perfgate.history.model import RunContext
 
 
 def _number(v: float) -> str:
@@ -25,7 +26,7 @@ def _percent(change: float) -> str:
     return f"{change * 100:+.1f}%"
 
 
-def _run(p: RunPoint) -> str:
+def _run(p: RunPoint | RunContext) -> str:
     commit = f"commit {p.commit[:12]}" if p.commit else "no commit kept"
     return f"run {p.run_id} ({commit}, {p.recorded_at[:19]})"
 
@@ -126,7 +127,7 @@ def to_json(found: Detected) -> str:
         ],
     }
     if found.judged is not None:
-        doc["judged_run"] = _point(found.judged)
+        doc["judged_run"] = asdict(found.judged)
         doc["drifts"] = [
             {
                 "kernel": d.series.kernel,
