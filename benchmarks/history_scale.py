@@ -41,7 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.gate import CheckRequest, run_check  # noqa: E402
-from perfgate.history import sql  # noqa: E402
 from perfgate.history.model import (  # noqa: E402
     KernelRecord,
     MetricRecord,
@@ -63,13 +62,7 @@ FINGERPRINTS = (
     RunFingerprint("NVIDIA H200", "9.0", "2025.3.1", "575.57.08", "none", "flush_all", "kernel", "gpu__time_duration"),
 )  # fmt: skip
 QUERIES = 25  # series read per engine: the median and the slowest are reported
-INDEX = "metrics_by_metric"  # schema version 3's index, which --without-index drops to compare
-MIGRATION_STATEMENTS = [
-    (INDEX, statement)
-    for _, statements in sql.MIGRATIONS
-    for statement in statements
-    if INDEX in statement
-]
+INDEX = "metrics_by_series"  # schema version 3's index of a kernel's series: its size is told
 
 
 def template() -> list[KernelRecord]:
@@ -132,7 +125,6 @@ class Figures:
     index_bytes: int | None  # metrics_by_metric's share of `bytes`
     read_ms: list[float]  # connect and read a series, as `history show --metric` does
     query_ms: list[float]  # the series alone, on an open connection
-    read_ms_without_index: list[float]
     series_points: int
 
     def row(self) -> dict[str, Any]:
@@ -152,10 +144,6 @@ class Figures:
             "read_ms_max": round(max(self.read_ms), 1),
             "query_ms_median": round(statistics.median(self.query_ms), 1),
         }
-        if self.read_ms_without_index:
-            row["read_ms_median_without_index"] = round(
-                statistics.median(self.read_ms_without_index), 1
-            )
         return row
 
 
@@ -248,12 +236,7 @@ def measure(engine: str, db: str, args: argparse.Namespace, count: int) -> Figur
     used = _size(engine, db) - empty
     index = _index_bytes(engine, db)
     reads, queries = _reads(db, args, count)
-    without: list[float] = []
-    if args.without_index:
-        _raw(engine, db, f"DROP INDEX {INDEX}")
-        without, _ = _reads(db, args, count)
-        _raw(engine, db, dict(MIGRATION_STATEMENTS)[INDEX])  # the history as it was
-    return Figures(engine, count, points, ingest, used, index, reads, queries, without, count)
+    return Figures(engine, count, points, ingest, used, index, reads, queries, count)
 
 
 def _postgres(url: str | None) -> Iterator[str]:
@@ -283,15 +266,10 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--json", default=None, help="also write the figures here")
-    parser.add_argument(
-        "--without-index",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help=f"also time the reads with {INDEX} dropped (then made again)",
-    )
     args = parser.parse_args()
     per_run = sum(len(template()[k % 10].metrics) for k in range(args.kernels))
     count = max(1, round(args.points / per_run))
+    load_before = os.getloadavg()[0]
     rows = []
     for engine in args.engines.split(","):
         if engine == "sqlite":
@@ -317,6 +295,9 @@ def main() -> None:
     print(
         f"({args.kernels} kernels x {per_run // args.kernels}-ish metrics per run, {count:,} runs, "
         f"{len(FINGERPRINTS)} fingerprints; {QUERIES} series reads of {count:,} points each)"
+    )
+    print(
+        f"(load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs)"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")

@@ -1311,13 +1311,21 @@ def history_detect_command(
     "--last", type=click.IntRange(min=0), default=60, show_default=True, metavar="N",
     help="Draw the newest N runs of the baseline (0: every run kept).",
 )  # fmt: skip
+@_history_format_option
 @_guard
-def history_html_command(db: str, baseline: str | None, output: str, last: int) -> None:
+def history_html_command(
+    db: str, baseline: str | None, output: str, last: int, fmt: str
+) -> None:  # fmt: skip
     """Every kernel's charts of one baseline, per fingerprint and metric, change points
     marked, on one self-contained page (inline SVG, no script, nothing fetched)."""
     from perfgate.gate import run_history_html
 
     page = run_history_html(db, baseline, output, last)
+    if fmt == "json":
+        from perfgate.history.render import page_json
+
+        _show(page_json(page))
+        return
     _say(f"wrote {page.path}: {page.kernels} kernels, {page.charts} charts, {page.runs} runs")
 
 

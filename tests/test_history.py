@@ -248,16 +248,23 @@ def test_a_kernels_series_of_one_metric_is_read_through_its_index(
     fam_b_record: RunRecord, tmp_path: Path
 ) -> None:
     """Schema version 3's index serves `history show --metric` (docs/history.md, "Scale"):
-    without it each run's metrics are all read to keep one."""
+    the metric's points are one range of metrics_by_series, the kernel's runs one range of
+    kernels_by_id; neither reads the metrics of other kernels or runs."""
     with SqliteStore(tmp_path / "h.db") as store:
         store.store(fam_b_record)
     with sqlite3.connect(tmp_path / "h.db") as con:
-        plan = " ".join(
-            str(row[3])
-            for row in con.execute("EXPLAIN QUERY PLAN " + sql.SERIES_OF_METRIC, ("k", "duration"))
-        )
-    assert "USING INDEX metrics_by_metric" in plan, plan
-    assert "USING INDEX kernels_by_id" in plan, plan
+        plans = [
+            " ".join(str(row[3]) for row in con.execute(f"EXPLAIN QUERY PLAN {q}", args))
+            for q, args in (
+                (sql.SERIES_POINTS_OF_METRIC, ("k", "duration")),
+                (sql.SERIES_POINTS, ("k",)),
+                (sql.SERIES_KERNELS, ("k",)),
+            )
+        ]
+    assert plans[0] == "SEARCH metrics USING INDEX metrics_by_series (kernel=? AND metric=?)"
+    assert plans[1] == "SEARCH metrics USING INDEX metrics_by_series (kernel=?)"
+    assert plans[2].startswith("SEARCH k USING INDEX kernels_by_id (kernel=?)"), plans[2]
+    assert "SCAN" not in " ".join(plans)
 
 
 def test_reading_a_current_history_waits_for_no_writer(

@@ -206,6 +206,9 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path, record: RunRecord
         assert loaded == old
         # Its digest is still the one it was stored under: storing it again changes nothing,
         assert loaded is not None and loaded.digest() == digest
+        # Its metrics were given their kernel's id: its series reads through the new index.
+        (found,) = series(store, "zoo_registers", "registers_per_thread")
+        assert [p.value for p in found.points] == [40.0]  # the README's 32 -> 40
         assert store.store(replace(old, context=replace(CONTEXT, recorded_at="2027"))) is False
         # and a run with findings is kept beside it.
         assert store.store(replace(record, context=replace(CONTEXT, run_id="zoo-2")))

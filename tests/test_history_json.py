@@ -120,3 +120,17 @@ def test_an_error_with_json_asked_is_one_line_on_stderr_and_nothing_on_stdout(
         result.stderr
         == f"perfgate: error: {tmp_path / 'none.db'}: no such history (perfgate history add creates one)\n"
     )
+
+
+def test_html_says_the_page_it_wrote(db: str, tmp_path: Path) -> None:
+    for i, capture in enumerate((GOOD, BAD, GOOD)):
+        _json("add", "--db", db, "-b", str(BASELINE), "-c", str(capture), "--run-id", f"r{i}")
+    page = tmp_path / "trends.html"
+    doc = _json("html", "--db", db, "-o", str(page))
+    assert set(doc) == {"path", "runs", "kernels", "charts"} and doc["path"] == str(page)
+    with open_store(db, create=False) as store:
+        records = [store.load(i) for i in store.run_ids()]
+    kernels = {k.kernel for r in records if r for res in r.results for k in res.kernels}
+    assert doc["runs"] == len(records) == 3
+    assert doc["kernels"] == len(kernels)
+    assert doc["charts"] == page.read_text().count("<svg") > 0

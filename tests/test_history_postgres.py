@@ -145,6 +145,8 @@ def test_a_version_1_database_is_upgraded_in_place(
         assert store.schema_version == sql.SCHEMA_VERSION
         loaded = store.load("zoo-1")
         assert loaded == old and loaded.digest() == old.digest()
+        (found,) = series(store, "zoo_registers", "registers_per_thread")
+        assert [p.value for p in found.points] == [40.0]  # its metrics given the kernel's id
         assert store.store(replace(old, context=replace(CONTEXT, recorded_at="2027"))) is False
         assert store.store(replace(record, context=replace(CONTEXT, run_id="zoo-2")))
         assert store.load("zoo-2") == replace(record, context=replace(CONTEXT, run_id="zoo-2"))

@@ -109,3 +109,22 @@ def pruned_json(run_ids: Sequence[str]) -> str:
     """`history prune --format json`: the runs deleted."""
     doc = {"deleted": len(run_ids), "run_ids": list(run_ids)}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+class WrittenPage(Protocol):
+    """A page `history html` wrote (perfgate.gate.HistoryPage)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def runs(self) -> int: ...
+    @property
+    def kernels(self) -> int: ...
+    @property
+    def charts(self) -> int: ...
+
+
+def page_json(page: WrittenPage) -> str:
+    """`history html --format json`: the page written and what it holds."""
+    doc = {"path": page.path, "runs": page.runs, "kernels": page.kernels, "charts": page.charts}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -93,13 +93,17 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "one kernel's metric found without reading its others",
+        "a kernel's series in one range of an index",
         (
-            # A kernel's series for one metric (SERIES_OF_METRIC) reached each run's metrics
-            # through the primary key and read all of them to keep one: 140 ms for 4,223 runs
-            # in SQLite (benchmarks/history_scale.py, docs/history.md "Scale").
-            "CREATE INDEX metrics_by_metric"
-            " ON metrics (run_id, result_index, kernel_index, metric)",
+            # One kernel's metric over N runs was N index descents (kernels, then each run's
+            # metrics through the primary key): 168 ms for 4,223 runs in SQLite, 388 ms in
+            # PostgreSQL (benchmarks/history_scale.py, docs/history.md "Scale"). With the
+            # kernel's id on its metrics, the series is one range of metrics_by_series.
+            "ALTER TABLE metrics ADD COLUMN kernel TEXT",
+            """UPDATE metrics SET kernel = (SELECT k.kernel FROM kernels k
+                WHERE k.run_id = metrics.run_id AND k.result_index = metrics.result_index
+                    AND k.kernel_index = metrics.kernel_index)""",
+            "CREATE INDEX metrics_by_series ON metrics (kernel, metric)",
         ),
     ),
 )
@@ -132,6 +136,7 @@ CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics": (
         "run_id", "result_index", "kernel_index", "metric_index", "metric", "state",
         "value_number", "value_text", "baseline_number", "baseline_text", "unit", "bound",
+        "kernel",
     ),
 }  # fmt: skip
 
@@ -165,21 +170,20 @@ SELECT_METRICS = """SELECT result_index, kernel_index, metric, state, value_numb
     ORDER BY result_index, kernel_index, metric_index"""
 RUN_IDS = "SELECT run_id FROM runs ORDER BY recorded_at, run_id"
 
-# A kernel's points, oldest first: one row per run, result and metric. (No `? IS NULL`
-# for an optional filter: PostgreSQL cannot type such a parameter; SERIES_OF_METRIC is that.)
-# Per point only what a point holds: the fingerprint by its key (the same for thousands of
-# points; queries.series reads its fields from the key once), not its eight columns.
-SERIES = """SELECT r.run_id, r.recorded_at, r.commit_sha, r.branch, s.fingerprint, k.name,
-    m.metric, m.state, m.value_number, m.value_text, m.baseline_number, m.unit, m.bound,
-    k.finding_mechanism, k.finding_title
-    FROM metrics m
-    JOIN kernels k ON k.run_id = m.run_id AND k.result_index = m.result_index
-        AND k.kernel_index = m.kernel_index
-    JOIN results s ON s.run_id = m.run_id AND s.result_index = m.result_index
-    JOIN runs r ON r.run_id = m.run_id
-    WHERE k.kernel = ?
-    ORDER BY r.recorded_at, r.run_id, m.metric"""
-SERIES_OF_METRIC = SERIES.replace("WHERE k.kernel = ?", "WHERE k.kernel = ? AND m.metric = ?")
+# A kernel's series, in two ranges of two indexes (migration 3) rather than a join that
+# descends an index per point: the kernel in each run it was checked in, with the run and
+# its fingerprint (by its key: the same for thousands of points; queries.series reads its
+# fields once); and its metrics' points, which sqlstore.series_rows pairs with them. (No
+# `? IS NULL` for an optional filter: PostgreSQL cannot type such a parameter.)
+SERIES_KERNELS = """SELECT k.run_id, k.result_index, k.kernel_index, r.recorded_at,
+    r.commit_sha, r.branch, s.fingerprint, k.name, k.finding_mechanism, k.finding_title
+    FROM kernels k
+    JOIN results s ON s.run_id = k.run_id AND s.result_index = k.result_index
+    JOIN runs r ON r.run_id = k.run_id
+    WHERE k.kernel = ?"""
+SERIES_POINTS = """SELECT run_id, result_index, kernel_index, metric, state, value_number,
+    value_text, baseline_number, unit, bound FROM metrics WHERE kernel = ?"""
+SERIES_POINTS_OF_METRIC = SERIES_POINTS + " AND metric = ?"
 
 # Retention. The child rows go first: a store need not rely on ON DELETE CASCADE, which
 # SQLite honours only with its foreign_keys setting on.

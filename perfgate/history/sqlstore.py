@@ -31,6 +31,11 @@ from perfgate.history.model import (
 )
 
 MIGRATIONS_TABLE = "perfgate_migrations"
+# A point of a kernel's series as series_rows gives it (queries.series reads it).
+SERIES_ROW = (
+    "run_id", "recorded_at", "commit", "branch", "fingerprint", "name", "metric", "state",
+    "value_number", "value_text", "baseline", "unit", "bound", "finding", "finding_title",
+)  # fmt: skip
 
 
 class Cursor(Protocol):
@@ -95,7 +100,7 @@ def child_rows(
             )  # fmt: skip
             metrics.extend(
                 (rid, ri, ki, mi, m.metric, m.state, *split(m.value), *split(m.baseline),
-                 m.unit, m.bound)
+                 m.unit, m.bound, k.kernel)
                 for mi, m in enumerate(k.metrics)
             )  # fmt: skip
     return results, kernels, metrics
@@ -256,13 +261,25 @@ class SqlStore(abc.ABC):
         return _record(run, *rows)
 
     def series_rows(self, kernel: str, metric: str | None) -> list[tuple[Any, ...]]:
-        """A kernel's points as sql.SERIES selects them, oldest first."""
+        """A kernel's points, oldest first (then by metric), each as SERIES_ROW names."""
         with self._snapshot() as cur:
+            cur.execute(self.q(sql.SERIES_KERNELS), (kernel,))
+            where = {(r[0], r[1], r[2]): r for r in cur.fetchall()}
             if metric is None:
-                cur.execute(self.q(sql.SERIES), (kernel,))
+                cur.execute(self.q(sql.SERIES_POINTS), (kernel,))
             else:
-                cur.execute(self.q(sql.SERIES_OF_METRIC), (kernel, metric))
-            return [tuple(r) for r in cur.fetchall()]
+                cur.execute(self.q(sql.SERIES_POINTS_OF_METRIC), (kernel, metric))
+            points = cur.fetchall()
+        rows = []
+        for rid, ri, ki, name_of_metric, state, number, text, baseline, unit, bound in points:
+            k = where.get((rid, ri, ki))
+            if k is not None:  # always, but for a row written between the two reads
+                rows.append(
+                    (rid, k[3], k[4], k[5], k[6], k[7], name_of_metric, state, number, text,
+                     baseline, unit, bound, k[8], k[9])
+                )  # fmt: skip
+        rows.sort(key=lambda r: (r[1], r[0], r[6]))
+        return rows
 
     def prune(self, *, before: str | None = None, keep: int | None = None) -> list[str]:
         """Delete the runs recorded before `before` (ISO 8601) and those beyond the newest

@@ -21,6 +21,7 @@ from perfgate.history.sqlstore import Cursor, SqlStore
 __all__ = ["HistoryError", "HistoryStore", "SqliteStore", "is_url", "now", "open_store"]
 
 BUSY_TIMEOUT_S = 60.0  # a CI job waits this long for another's write before giving up
+CACHE_KIB = 65536  # the connection's page cache, at most: memory used as pages are read
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -45,6 +46,10 @@ class SqliteStore(SqlStore):
             raise HistoryError(f"cannot open: {exc}", self.path) from exc
         try:
             self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            # A run adds a point to each of its ~2,400 series: the last page of each series in
+            # metrics_by_series is written per run. SQLite's 2 MB default cache could not hold
+            # them and stored 16,000 points/s at 3 million (benchmarks/history_scale.py).
+            self._db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             # Whose file it is, asked before WAL is set: setting it rewrites another's file.
             self.refuse(self._tables(self._db.cursor()), create=create)
             self._db.execute("PRAGMA journal_mode = WAL")
