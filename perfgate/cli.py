@@ -915,6 +915,13 @@ def metrics_command(ncu: bool, as_markdown: bool, cc: str) -> None:
 @click.option("--keep-report", is_flag=True, help="Keep ncu's report as OUTPUT.ncu-rep.")
 @click.option("--ncu", "ncu", default="ncu", show_default=True, help="ncu to run.")
 @click.option(
+    "--clock-control", "clock_control", type=click.Choice(("none", "base")), default="none",
+    show_default=True,
+    help="ncu's clock control: none, the clocks the GPU picks (as production runs); base, "
+    "locked to base clock per kernel where the runner allows it (steadier, slower). "
+    "Recorded; a baseline and a capture must agree (docs/noise.md).",
+)  # fmt: skip
+@click.option(
     "--phases", type=click.Choice(("auto", "gate", "full")), default="auto", show_default=True,
     help="auto: the phase the baselines were recorded from (their time basis: durations "
     "compare only within one phase): for a baseline recorded from full captures (or by hand) "
@@ -940,6 +947,7 @@ def capture_command(
     allow_program_failure: bool,
     keep_report: bool,
     ncu: str,
+    clock_control: str,
     phases: str,
     program: tuple[str, ...],
 ) -> None:
@@ -951,7 +959,7 @@ def capture_command(
 
     The program and its arguments are passed to ncu as they are (no shell). Exit 2 when ncu
     or the program fails, no kernel was profiled, or a gated metric came back absent."""
-    from perfgate.ncu.command import CaptureOptions
+    from perfgate.ncu.command import CaptureOptions, ClockControl
 
     options = CaptureOptions(
         baselines, tuple(program), output=output, replay_mode=replay_mode, kernels=kernels,
@@ -959,6 +967,7 @@ def capture_command(
         all_kernels=all_kernels, ncu=ncu, allow_program_failure=allow_program_failure,
         keep_report=keep_report, phase="full" if phases == "full" else "gate",
         follow_baseline=phases == "auto", census=not no_census,
+        clock_control=ClockControl(clock_control),
     )  # fmt: skip
     if dry_run:
         from perfgate.gate import diagnosis_output

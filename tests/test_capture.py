@@ -16,10 +16,12 @@ import yaml
 
 from perfgate.baseline.load import load_baseline
 from perfgate.common.errors import UsageError
+from perfgate.metrics.passes import CLOCK_METRICS
 from perfgate.ncu.command import (
     CAPTURE_STALL_FAMILY,
     MAX_FILTER,
     CaptureOptions,
+    ClockControl,
     build_plan,
     escape_regex,
     gated_metrics,
@@ -69,8 +71,19 @@ def test_metrics_are_what_the_baseline_gates(zoo_baseline: Path) -> None:
     assert CAPTURE_STALL_FAMILY == "per_issue_active"
     assert not any("not_selected" in m for m in stall)  # no stall: never gated
     assert any("stalled_selected_" in m for m in stall)  # stall_cpi divides by it
-    assert len(metrics) == 47, metrics  # 28 counters and launch attributes, 18 stall, 1 free
+    # 28 counters and launch attributes, 18 stall, 3 clock (no baseline gates them: they
+    # come with every capture so a duration can be read against its clock), 1 free.
+    assert len(metrics) == 50, metrics
+    assert metrics[-4:-1] == list(CLOCK_METRICS)
     assert _option(plan.profile, "--clock-control") == "none"
+
+
+def test_clock_control_is_the_users_choice_and_recorded(zoo_baseline: Path) -> None:
+    """ncu's own default is base (clocks locked per kernel); perfgate passes none unless the
+    user asks for base, and the sidecar records which (perfgate.ncu.runner)."""
+    plan = _plan(zoo_baseline, clock_control=ClockControl.BASE)
+    assert _option(plan.profile, "--clock-control") == "base"
+    assert [c.value for c in ClockControl] == ["none", "base"]
 
 
 def test_dominant_stall_asks_every_recorded_reason(zoo_baseline: Path) -> None:

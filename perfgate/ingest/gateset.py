@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # Set S10 of benchmarks/capture_cost/passes/candidates.txt, less the launch attributes
-# (LAUNCH_PREFIX): one replay pass on H100 (candidates-h100.txt).
+# (LAUNCH_PREFIX): one replay pass on H100 (candidates-h100.txt). CLOCK_METRICS: the clock a
+# duration ran at (SM cycles elapsed, SM and DRAM clock rates), which the capture always asks
+# for beside the duration so a reader can tell a slow clock from slow code; still one pass
+# (docs/noise.md "The clock behind a duration").
+CLOCK_METRICS: tuple[str, ...] = (
+    "sm__cycles_elapsed.max",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+)
 GATE_ONE_PASS: frozenset[str] = frozenset(
     {
         "gpu__time_duration.sum",
@@ -22,6 +30,7 @@ GATE_ONE_PASS: frozenset[str] = frozenset(
         "lts__t_requests_srcunit_tex_op_red.sum",
         "lts__t_requests_srcunit_tex_op_atom.sum",
         "sm__maximum_warps_per_active_cycle_pct",
+        *CLOCK_METRICS,
     }
 )
 # Launch attributes (registers, shared memory, occupancy limits) are read from the launch, not

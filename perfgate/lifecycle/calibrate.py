@@ -9,13 +9,18 @@ noisier than those. With 1 or 2 runs the spread says nothing: the catalog's defa
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from perfgate.metrics.catalog import STALL_CPI_PREFIX, MetricDef
 from perfgate.metrics.thresholds import Noise
+from perfgate.metrics.timefloors import (
+    STEADY_KERNEL_NS,
+    TIME_FLOOR_POINTS,
+    gpu_kind,
+    interpolated,
+)
 
 
 @dataclass(frozen=True)
@@ -34,32 +39,13 @@ K = 2.0  # the range of 3 runs is about 1.7 standard deviations: twice it is abo
 MIN_RUNS = 3
 # Cross-start noise (docs/noise.md) and the floors set above it. For kernels of
 # 10 us or more these leave room to catch +5% duration, +3% DRAM bytes, +1.5% instructions.
-LONG_KERNEL_NS = 10_000.0
-SHORT_KERNEL_NS = 2_000.0
-STEADY_KERNEL_NS = 20_000.0
 # Time is the fastest launch (catalog: Aggregate.FASTEST), whose cross-start drift is smaller
 # than the median's: seen within 1.2% from 10 us on H200 (benchmarks/detection.py).
 # Each floor sits above the largest cross-start change of the tuning starts (for counts and
 # bytes: that a kernel's own spread does not cover; docs/noise.md "The noise model",
 # benchmarks/noise_model.py; tests/test_noise_floors.py fails when a floor is tighter or much
 # looser than that).
-# Per GPU kind, (duration, floor) points: shorter kernels are noisier, and H200 starts moved
-# memory-bound kernels more than H100 starts did (docs/noise.md "The noise model"):
-# - H100 (h100-a against b, c, d; the families' fam-a against fam-b and fam-c): 8% at 2 us
-#   (a 4 us scatter kernel drifted 7.03%), 7% at 10 us (a 12.4 us cuBLAS GEMM of a training
-#   step 5.41% on fam-c and 5.93% on fam-d; 5.5% before them), 4% from 20 us (a 52.5 us cuDNN
-#   convolution 3.53%).
-# - H200 (h200-a against h200-b, the older workloads' start1/2 against start3): 8% at 2 us,
-#   11% at 10 us (a 13.6 us memory-bound reduction drifted 8.69%), 5.5% from 20 us (a 56 us
-#   index_add_ kernel, atomics, 5.17%).
-# Each floor covers the largest cross-start change of its band on its own: a baseline's runs
-# can agree within 0.1% and the next start still move 3.5%.
-# A GPU of another kind gets H200's, the wider: nothing was measured on it.
-TIME_FLOOR_POINTS: dict[str, tuple[tuple[float, float], ...]] = {
-    "H100": ((SHORT_KERNEL_NS, 0.08), (LONG_KERNEL_NS, 0.07), (STEADY_KERNEL_NS, 0.04)),
-    "H200": ((SHORT_KERNEL_NS, 0.08), (LONG_KERNEL_NS, 0.11), (STEADY_KERNEL_NS, 0.055)),
-}
-WIDEST_KIND = "H200"
+# The time floors per GPU kind live in perfgate.metrics.timefloors (the check reads them too).
 TIME_FLOOR_LONG = 0.04  # H100's from 20 us (tests/test_ratchet.py builds bounds around it)
 NEARLY_EXACT_FLOOR = 0.01  # cuDNN bf16 fprop instructions moved 0.85%; +1.5% must still fail
 # A count that differed between the kernel's own recorded runs is not exact: cuDNN's
@@ -98,13 +84,6 @@ class KernelNoise:
     # How many times over the kernel reads its DRAM bytes from L2 (l2 sectors x 32 / DRAM
     # bytes, recorded medians): dram_bytes_floor.
     reuse: float | None = None
-
-
-def gpu_kind(gpu: str | None) -> str:
-    for kind in TIME_FLOOR_POINTS:
-        if gpu and kind in gpu:
-            return kind
-    return WIDEST_KIND
 
 
 @dataclass(frozen=True)
@@ -229,12 +208,7 @@ def time_floor(duration_ns: float | None, gpu: str | None = "H100") -> Floor:
     if duration_ns is None:
         return Floor(max(y for _, y in points), 0.0, "kernel duration unknown")
     us = f"kernel of {duration_ns / 1000:.3g} us on {gpu_kind(gpu)}"
-    if duration_ns <= points[0][0]:
-        return Floor(points[0][1], 0.0, us)
-    for (x0, y0), (x1, y1) in itertools.pairwise(points):
-        if duration_ns <= x1:
-            return Floor(y0 + (duration_ns - x0) / (x1 - x0) * (y1 - y0), 0.0, us)
-    return Floor(points[-1][1], 0.0, us)
+    return Floor(interpolated(points, duration_ns), 0.0, us)
 
 
 def _fixed(relative: float, absolute: float, why: str) -> Callable[[KernelNoise], Floor]:

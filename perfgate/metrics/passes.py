@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 # The set itself lives in ingest (perfgate.ingest.gateset): reading a capture tells a gate
 # capture that lost its sidecar by its columns.
+from perfgate.ingest.gateset import CLOCK_METRICS as CLOCK_METRICS
 from perfgate.ingest.gateset import DEVICE_PREFIX as DEVICE_PREFIX
 from perfgate.ingest.gateset import GATE_ONE_PASS as GATE_ONE_PASS
 from perfgate.ingest.gateset import LAUNCH_PREFIX as LAUNCH_PREFIX

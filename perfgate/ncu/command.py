@@ -8,6 +8,7 @@ kernels nobody gates are not replayed at all. Everything here is pure: no ncu, n
 
 from __future__ import annotations
 
+import enum
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,7 @@ from perfgate.ingest.names import function_name
 from perfgate.ingest.scope import ALL, SCOPE_FILTERS, SCOPE_NAMES, capture_scope
 from perfgate.ingest.scope import differ as scope_differs
 from perfgate.metrics.catalog import CATALOG_LIST, ncu_metrics
-from perfgate.metrics.passes import DIAGNOSIS, FULL, GATE, gate_part
+from perfgate.metrics.passes import CLOCK_METRICS, DIAGNOSIS, FULL, GATE, gate_part
 from perfgate.metrics.stalls import FAMILY_BY_NAME, ISSUING, StallFamily, stall_reasons_for
 from perfgate.ncu.census import pushpop_ranges
 
@@ -42,7 +43,21 @@ REPLAY_MODES = ("kernel", "application")
 # control changes values, not only noise (seen: one kernel's DRAM read bytes 20 times larger
 # with `all` than with `none`). `all` is ncu's default, which every capture of the corpus used.
 CACHE_CONTROL = "all"
-CLOCK_CONTROL = "none"
+
+
+class ClockControl(enum.Enum):
+    """ncu's --clock-control. NONE (perfgate's default): the GPU runs at whatever clock its
+    boost logic picks, as the program does without ncu; every capture of the corpus was taken
+    so, and the time floors are measured that way. BASE (ncu's own default): ncu locks the
+    clocks to base for each profiled kernel, which steadies durations where a runner allows it
+    but times the kernel at a clock production never runs at (docs/noise.md "The clock behind
+    a duration")."""
+
+    NONE = "none"
+    BASE = "base"
+
+
+CLOCK_CONTROL = ClockControl.NONE.value
 # A diagnosis capture profiles this many launches of each failing kernel unless told otherwise.
 DIAGNOSIS_LAUNCHES = 2
 
@@ -68,6 +83,7 @@ class CaptureOptions:
     # gate: the one-pass gate set (perfgate.metrics.passes); full: every gated metric (the
     # single-phase capture); diagnosis: every gated metric, of `diagnose` kernels only.
     phase: str = FULL
+    clock_control: ClockControl = ClockControl.NONE
     diagnose: tuple[str, ...] = ()  # the failing kernels' names (diagnosis phase)
     # --phases auto: the phase is the baselines' time basis (a baseline of full captures, as
     # by hand, gets a full capture: a gate capture's durations would not be judged against
@@ -277,7 +293,8 @@ def build_plan(
                 "the baselines gate no metric of the one-pass gate set (docs/capture.md): "
                 "capture with --phases full"
             )
-    metrics = tuple(dict.fromkeys([*gated, *FREE_METRICS]))
+    # The clock each duration ran at comes with every capture: it costs no extra pass.
+    metrics = tuple(dict.fromkeys([*gated, *CLOCK_METRICS, *FREE_METRICS]))
     more: list[str] = []
     regex: str | None
     if options.phase == DIAGNOSIS:
@@ -288,7 +305,8 @@ def build_plan(
         regex, more = kernel_filter(chosen, options.kernels)
     notes.extend(more)
     cmd: list[str] = [
-        options.ncu, "--cache-control", CACHE_CONTROL, "--clock-control", CLOCK_CONTROL,
+        options.ncu, "--cache-control", CACHE_CONTROL,
+        "--clock-control", options.clock_control.value,
         "--target-processes", "all",
         "--replay-mode", options.replay_mode, "--metrics", ",".join(metrics),
     ]  # fmt: skip

@@ -32,7 +32,6 @@ from perfgate.ingest.scope import capture_scope
 from perfgate.metrics.passes import DIAGNOSIS
 from perfgate.ncu.command import (
     CACHE_CONTROL,
-    CLOCK_CONTROL,
     CaptureOptions,
     CapturePlan,
     build_plan,
@@ -252,7 +251,7 @@ def _run(
         )
         meta: dict[str, object] = {
             "perfgate_capture": 1, "ncu_version": _version(ncu), "driver": driver,
-            "gpu": name, "cc": options.cc, "clock_control": CLOCK_CONTROL,
+            "gpu": name, "cc": options.cc, "clock_control": options.clock_control.value,
             "cache_control": CACHE_CONTROL, "phase": plan.phase,
             "replay_mode": options.replay_mode, "command": list(plan.profile),
             "scope": capture_scope(plan.profile),

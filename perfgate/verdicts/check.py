@@ -40,6 +40,7 @@ from perfgate.identity.grouping import (
 from perfgate.identity.matching import OTHER_WORK, SPLIT, Matching, match, recorded_work
 from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.names import short_name
+from perfgate.judge.common_mode import CommonFactor
 from perfgate.judge.comparison import (
     Bounds,
     Comparison,
@@ -71,6 +72,7 @@ from perfgate.metrics.passes import NOT_IN_GATE, in_gate_set
 from perfgate.metrics.program import time_in
 from perfgate.metrics.stalls import FAMILY_MISMATCH, family_mismatch, mismatch_text
 from perfgate.metrics.thresholds import CategoricalOverride, describe_bound
+from perfgate.verdicts.common_mode import corrected, noted, process_factors
 from perfgate.verdicts.model import CheckResult, KernelVerdict, LaunchCount, ProgramVerdict
 from perfgate.verdicts.program import judge_program, recorded_time
 
@@ -956,6 +958,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
     table = LaunchTable(capture.launches, matched)
     passing = _Passing(table, baseline, capture.columns, memo)
     not_compared = _not_compared(settings)
+    factors = _factors(baseline, matching, matched, capture, not_compared)
     for index, (kernel, launches) in enumerate(zip(baseline.kernels, matched, strict=True)):
         if launches and matching.how[kernel.id].startswith(SPLIT):
             verdict = _judge_split(
@@ -969,6 +972,9 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
             verdicts.append(_settle(verdict, kernel, baseline, settings.waived))
         elif launches:
             kernel = _per_configuration(kernel, launches)
+            adjusted = corrected(kernel, factors.get(kernel.id), baseline.gpu.gpu)
+            factor = factors.get(kernel.id) if adjusted is not kernel else None
+            kernel = adjusted
             how = matching.how[kernel.id]
             cc = next((la.cc for la in launches if la.cc), None)
             rows = table.kernel(index, cc)
@@ -977,6 +983,7 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
                 passed = passing.comparisons(kernel, launches, capture, rows)
             verdict = _judge_kernel(kernel, launches, capture, baseline, how, memo, rows, passed)
             verdict = _named_choice(verdict, kernel, launches, capture)
+            verdict = noted(verdict, kernel, factor)
             verdicts.append(_settle(verdict, kernel, baseline, settings.waived))
         else:
             verdicts.append(_missing(kernel, matching, ids, capture))
@@ -1021,6 +1028,23 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         program=_program(baseline, capture, new_launches, missing, settings),
         changes=changes,
     )
+
+
+def _factors(
+    baseline: Baseline,
+    matching: Matching,
+    matched: Sequence[Sequence[Launch]],
+    capture: Capture,
+    not_compared: Mapping[str, Any],
+) -> dict[str, CommonFactor]:
+    """Each kernel's common factor (perfgate.verdicts.common_mode); none where durations are
+    not compared at all."""
+    if any(m in not_compared for m in TIME_METRICS):
+        return {}
+    plain = [
+        not matching.how.get(k.id, "").startswith((SPLIT, *_CHANGED)) for k in baseline.kernels
+    ]
+    return process_factors(baseline.kernels, matched, plain, capture)
 
 
 def _program(
