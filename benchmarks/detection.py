@@ -220,8 +220,8 @@ GATE_CORPUS = (
 # four fresh H100 starts captured after the time rules of docs/noise.md "Common mode" and never
 # looked at before this evaluation: the field workloads against h100-j's baseline, and three
 # families against h100-m's own three runs; and one fresh H200 start (h200-g) against h200-e's
-# baseline (two more starts asked for H200 came as H100: h100-o, h100-p).
-CLOCK_STARTS = ("h100-m", "h100-n", "h100-o", "h100-p", "h200-g")
+# baseline (two more starts asked for H200 came as H100: h100-o, h100-p), and a second (h200-h).
+CLOCK_STARTS = ("h100-m", "h100-n", "h100-o", "h100-p", "h200-g", "h200-h")
 GATE_CLOCK_HELD_BACK = (
     *(
         Workload(
@@ -236,12 +236,14 @@ GATE_CLOCK_HELD_BACK = (
     ),
     *(
         Workload(
-            f"H200 gate {w} vs h200-g",
+            f"H200 gate {w} vs {s}",
             tuple(GATE / "h200-e" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
-            tuple(p for i in (1, 2) if (p := GATE / "h200-g" / f"{w}-run{i}.csv.gz").exists()),
+            tuple(p for i in (1, 2) if (p := GATE / s / f"{w}-run{i}.csv.gz").exists()),
         )
+        for s in CLOCK_STARTS
+        if s.startswith("h200")
         for w in FIELD_H200
-        if (GATE / "h200-g" / f"{w}-run1.csv.gz").exists()
+        if (GATE / s / f"{w}-run1.csv.gz").exists()
     ),
     *(
         Workload(

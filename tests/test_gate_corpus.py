@@ -42,9 +42,16 @@ def test_the_corpus_is_there() -> None:
     assert {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f", *CLOCK_STARTS} <= starts
     old = [p for p in CAPTURES if p.parent.name not in CLOCK_STARTS]
     assert len(old) == 11 * (3 + 2 + 1) + 5 * (3 + 2)
-    # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g:
+    # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g/h:
     # 5 workloads x2.
-    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in CLOCK_STARTS] == [20, 14, 10, 10, 10]
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in CLOCK_STARTS] == [
+        20,
+        14,
+        10,
+        10,
+        10,
+        10,
+    ]
     for w in detection.GATE_CORPUS:
         assert len(w.baseline_runs) == 3 and w.other_start_runs, w.name
         assert all(p.exists() for p in (*w.baseline_runs, *w.other_start_runs)), w.name
@@ -176,3 +183,55 @@ def test_a_diagnosis_capture_adds_to_the_gate_captures_values_and_never_replaces
         assert any(n.startswith("stall") for n in b.info), a.id  # the full capture's side
     rms = next(k for k in both.kernels if k.id == "perfgate_rmsnorm_kernel")
     assert rms.info["registers_per_thread"] == 60.0
+
+
+# ---------------------------------------------------------------- the starts with the clock
+
+# Evaluated once after the time rules (docs/noise.md "Held back: six starts captured after the
+# time rules"); these tests keep what that evaluation found.
+KNOWN = ("compile-max-autotune", "triton-autotune", "family moe", "H200 gate reductions vs h200-h")
+CLOCK_STEADY = [
+    w.name for w in detection.GATE_CLOCK_HELD_BACK if not any(k in w.name for k in KNOWN)
+]
+
+
+@pytest.mark.parametrize("name", CLOCK_STEADY)
+def test_unchanged_clock_starts_pass_one_run_at_a_time(name: str) -> None:
+    w = next(x for x in detection.GATE_CLOCK_HELD_BACK if x.name == name)
+    base = detection._baseline(w.baseline_runs)
+    for path in w.other_start_runs:
+        result = detection.check(base, detection._read(path))
+        bad = [(v.kernel, v.state.value) for v in result.verdicts if v.state not in ACCEPTED]
+        assert bad == [] and int(result.exit_code) == 0, (path.name, bad)
+
+
+def test_one_runs_slow_reduction_fails_alone_and_passes_with_the_other_run() -> None:
+    """h200-h: a 20 us norm reduction ran +5.79% in one process and +1.27% in the other;
+    judged on both runs (the fastest counts) it passes."""
+    w = next(
+        x for x in detection.GATE_CLOCK_HELD_BACK if x.name == "H200 gate reductions vs h200-h"
+    )
+    base = detection._baseline(w.baseline_runs)
+    alone = detection.check(base, detection._read(w.other_start_runs[1]))
+    slow = [v for v in alone.verdicts if v.state is KernelState.REGRESSED]
+    assert [v.kernel.startswith("reduce_kernel<128, 4") for v in slow] == [True]
+    both = detection.check(base, read_captures(list(w.other_start_runs)))
+    assert int(both.exit_code) == 0
+
+
+def test_a_moe_baseline_run_that_routed_elsewhere_leaves_kernels_required() -> None:
+    """h100-m's third MoE run launched 75 kernels (its tokens went to other experts) where every
+    other run launched 45: the baseline keeps that run's work classes, and a run like the
+    other two reports them missing. Kept as found: a kernel seen in only some of a baseline's
+    runs is still required (docs/noise.md)."""
+    runs = [CORPUS / "h100-m" / f"moe-run{i}.csv.gz" for i in (1, 2, 3)]
+    assert [len(detection._read(p).launches) for p in runs] == [45, 45, 75]
+    w = next(
+        x for x in detection.GATE_CLOCK_HELD_BACK if x.name == "H100 gate family moe vs h100-n"
+    )
+    result = detection.check(
+        detection._baseline(w.baseline_runs), detection._read(w.other_start_runs[0])
+    )
+    missing = [v.kernel for v in result.verdicts if v.state is KernelState.MISSING]
+    assert len(missing) == 21 and int(result.exit_code) == 1
+    assert not [v for v in result.verdicts if v.state is KernelState.REGRESSED]
