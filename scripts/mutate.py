@@ -4,6 +4,7 @@ run against the tests that exercise that module; a mutant the tests still pass i
     python scripts/mutate.py --out mutation.json            # every module of MODULES
     python scripts/mutate.py --rerun mutation.json --out after.json   # only its survivors
     python scripts/mutate.py --select issue33 --out i33.json    # one issue's functions only
+    python scripts/mutate.py --module M --hand --out hand.json   # M's HAND_MUTANTS only
 
 Each worker mutates its own copy of the repository's tracked files (a temporary directory),
 so the working tree is never touched and two workers never see each other's mutant. Bytecode
@@ -12,7 +13,8 @@ one size written within a second would otherwise run the first one's code.
 
 Operators: comparison flips (< <=, > >=, == !=, is / is not, in / not in, < >), and/or,
 `not` removed, a numeric constant +1 and set to 0 (1 when it was 0), `return X` -> `return
-None`, min/max swapped. Docstrings, strings, annotations and `assert`s are left alone.
+None`, min/max swapped. Docstrings, strings, annotations and `assert`s are left alone. A
+module's HAND_MUTANTS (text replacements) come after its operators' mutants.
 docs/mutation.md gives the command used, the score and the survivors judged equivalent.
 """
 
@@ -47,6 +49,8 @@ _FAMILIES = (
     "tests/test_family_findings.py", "tests/test_family_table.py",
 )  # fmt: skip
 _NEW_33 = ("tests/test_issue33_rules.py",)
+# The fast schema check held to jsonschema on documents generated from the schema.
+_FASTCHECK = ("tests/test_fastcheck.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -108,6 +112,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/ingest/names.py": (
         *_NEW_33, "tests/test_kernel_names.py", "tests/test_units.py",  # its doctests
         "tests/test_family_identity.py",
+    ),
+    # The fast schema check: what it vouches for skips jsonschema.
+    "perfgate/baseline/fastcheck.py": (
+        *_FASTCHECK, "tests/test_baseline.py", "tests/test_yamlload.py", "tests/test_properties.py",
     ),
 }  # fmt: skip
 
@@ -173,6 +181,68 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             *_NEW_JUDGE, "tests/test_evidence_noise.py",
         ),
     },
+}  # fmt: skip
+
+# Mutants made by hand, (what, old text, new text) each, appended to the module's own (ids
+# MODULE:hN): ways a check compiled from a schema can accept what the schema refuses that the
+# operators above do not make (a keyword ignored, a type widened, an enum by case). The old text
+# must occur once in the module.
+HAND_MUTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "perfgate/baseline/fastcheck.py": (
+        ("negative bounds accepted (minimum on |v|)",
+         "return lambda v: is_type(v) and v >= least",
+         "return lambda v: is_type(v) and abs(v) >= least"),
+        ("minimum ignored", 'least = node.get("minimum")', "least = None"),
+        ("any time_basis (a string enum takes any string)",
+         "return lambda v: isinstance(v, str) and v in texts",
+         "return lambda v: isinstance(v, str)"),
+        ("string enum by case", "isinstance(v, str) and v in texts",
+         "isinstance(v, str) and v.lower() in texts"),
+        ("any format_version (other enums take anything)",
+         "return lambda v: any(equal(x, v) for x in options)", "return _yes"),
+        ("true equals 1 (format_version: true)",
+         "return bool(_unbool(one) == _unbool(two))", "return bool(one == two)"),
+        ("2.0 is not 2 (stricter: not sure of format_version 2.0)",
+         "return bool(_unbool(one) == _unbool(two))",
+         "return type(one) is type(two) and bool(one == two)"),
+        ("const ignored", "checks.append(lambda v: equal(const, v))", "checks.append(_yes)"),
+        ("anyOf as allOf", "any(c(v) for c in options)", "all(c(v) for c in options)"),
+        ("additionalProperties ignored",
+         "extra: Check | None = None if rest is True else self.node(rest)",
+         "extra: Check | None = None"),
+        ("propertyNames ignored",
+         'names = self.node(node["propertyNames"]) if "propertyNames" in node else None',
+         "names = None"),
+        ("required ignored", 'required = tuple(node.get("required", ()))', "required = ()"),
+        ("minProperties ignored", 'least = node.get("minProperties", 0)', "least = 0"),
+        ("a known property's schema ignored", "elif not sub(value):", "elif False:"),
+        ("items ignored", 'item = self.node(node["items"]) if "items" in node else None',
+         "item = None"),
+        ("minItems ignored", 'fewest = node.get("minItems", 0)', "fewest = 0"),
+        ("maxItems ignored", 'most = node.get("maxItems")', "most = None"),
+        ("minLength ignored", 'shortest = node.get("minLength", 0)', "shortest = 0"),
+        ("pattern ignored",
+         'search = re.compile(node["pattern"]).search if "pattern" in node else None',
+         "search = None"),
+        ("pattern over the whole string (stricter: not sure of a trailing newline)",
+         're.compile(node["pattern"]).search', 're.compile(node["pattern"]).fullmatch'),
+        ("a type list's second type refused (stricter)",
+         "return lambda v: first(v) or second(v)", "return first"),
+        ("nan and inf are numbers", "if cls is float:\n        return math.isfinite(v)",
+         "if cls is float:\n        return True"),
+        ("a boolean is a number",
+         "if isinstance(v, bool) or not isinstance(v, numbers.Number):",
+         "if not isinstance(v, numbers.Number):"),
+        ("a boolean is an integer",
+         "if isinstance(v, bool):\n        return False\n    return isinstance(v, int) or",
+         "return isinstance(v, int) or"),
+        ("2.5 is an integer", "(isinstance(v, float) and v.is_integer())",
+         "isinstance(v, float)"),
+        ("an unknown keyword ignored (not \"not sure\")",
+         "self.unknown.add(key)\n                return _no", "self.unknown.add(key)"),
+        ("without_bulk vouches when any kernel is valid",
+         "not all(map(kernel_is_valid, kernels))", "not any(map(kernel_is_valid, kernels))"),
+    ),
 }  # fmt: skip
 
 # Functions left out: who accepts a change and when (environment plumbing, no judgement).
@@ -285,7 +355,7 @@ def _apply(node: ast.AST, variant: int) -> None:
         node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
     elif isinstance(node, ast.UnaryOp):
         raise _Unwrap(node)  # `not x` -> `x`: its parent must take the operand instead
-    elif isinstance(node, ast.Constant):
+    elif isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         node.value = node.value + 1 if variant == 0 else (0 if node.value else 1)
     elif isinstance(node, ast.Return):
         node.value = ast.Constant(None)
@@ -324,6 +394,12 @@ def mutants_of(module: str) -> list[tuple[Mutant, str]]:
         ast.fix_missing_locations(tree)
         line = getattr(node, "lineno", 0)
         out.append((Mutant(f"{module}:{index}", module, line, what), ast.unparse(tree)))
+    for k, (what, old, new) in enumerate(HAND_MUTANTS.get(module, ())):
+        if source.count(old) != 1:
+            raise SystemExit(f"hand mutant {what!r}: its text is not once in {module}")
+        line = source[: source.index(old)].count("\n") + 1
+        out.append((Mutant(f"{module}:h{k}", module, line, f"hand: {what}"),
+                    source.replace(old, new)))  # fmt: skip
     return out
 
 
@@ -352,7 +428,9 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
     return "survived" if proc.returncode == 0 else "killed"
 
 
-NEW_TESTS = frozenset((*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33))
+NEW_TESTS = frozenset(
+    (*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33, *_FASTCHECK)
+)
 _before = False  # --before: the suite as it was before the tests written for this run
 _select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCTIONS
 
@@ -369,6 +447,7 @@ def main() -> int:
     parser.add_argument("--module", action="append", help="only these modules (default: all)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--before", action="store_true", help="leave out " + ", ".join(NEW_TESTS))
+    parser.add_argument("--hand", action="store_true", help="only the modules' HAND_MUTANTS")
     parser.add_argument("--select", choices=sorted(SELECTIONS),
                         help="mutate only this selection's functions of its modules")  # fmt: skip
     args = parser.parse_args()
@@ -381,6 +460,8 @@ def main() -> int:
     if args.rerun:
         previous = {m["id"]: m for m in json.loads(args.rerun.read_text())["mutants"]}
     work = [(m, src) for mod in modules for m, src in mutants_of(mod)]
+    if args.hand:
+        work = [(m, src) for m, src in work if m.what.startswith("hand: ")]
     if args.rerun:
         for m, _ in work:
             if m.id not in previous or previous[m.id]["what"] != m.what:
