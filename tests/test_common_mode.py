@@ -63,6 +63,46 @@ def test_short_kernels_are_no_peers() -> None:
     assert "a" not in common_factors(timed)  # 'short' does not count as a second peer
 
 
+def test_a_weight_that_is_not_a_number_is_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        weighted_median([1.0, 2.0], [float("nan"), float("nan")])
+
+
+def test_peers_count_from_exactly_10_us_and_only_when_measured() -> None:
+    at_10 = [Timed("a", 50_000.0, 50_000.0), Timed("b", 10_000.0, 10_100.0),
+             Timed("c", 10_000.0, 10_100.0)]  # fmt: skip
+    assert common_factors(at_10)["a"].factor == pytest.approx(1.01)
+    # A peer with no time now (0 ns) or no launch is no peer.
+    unmeasured = [Timed("a", 50_000.0, 50_000.0), Timed("b", 50_000.0, 50_500.0),
+                  Timed("c", 50_000.0, 0.0), Timed("d", 50_000.0, 50_500.0, launches=0.0)]  # fmt: skip
+    assert "a" not in common_factors(unmeasured)
+
+
+def test_a_factor_exactly_at_the_limit_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import perfgate.judge.common_mode as cm
+
+    monkeypatch.setattr(cm, "MAX_COMMON", 0.0625)  # exact in binary: no rounding at the edge
+    assert common_factors(_timed({"a": 1.0, "b": 1.0625, "c": 1.0625}))["a"].factor == 1.0625
+    assert "a" not in common_factors(_timed({"a": 1.0, "b": 1.125, "c": 1.125}))
+
+
+def test_a_bound_the_floor_set_is_told_apart_by_four_digits() -> None:
+    floor = time_floor_at(13_632.0, H200)  # 9.0024%: written 0.09 in the YAML
+    assert round(floor, 2) == 0.09 and floor != 0.09
+    assert corrected_bound(0.09, 13_632.0, H200, 0.0) == pytest.approx(
+        corrected_floor_at(13_632.0, H200)
+    )
+    # Three tenths of a point off the floor: not the floor's bound, kept.
+    assert corrected_bound(floor + 0.003, 13_632.0, H200, 0.0) == floor + 0.003
+
+
+def test_a_gpu_of_another_kind_gets_the_widest_floors_and_no_correction() -> None:
+    assert time_floor_at(50_000.0, "NVIDIA A100-SXM4-80GB") == time_floor_at(50_000.0, H200)
+    assert corrected_floor_at(50_000.0, "NVIDIA A100-SXM4-80GB") is None
+    assert corrected_floor_at(50_000.0, None) is None
+    assert corrected_floor_at(10_000.0, H200) == 0.05  # from exactly 10 us
+
+
 def test_the_corrected_bound_replaces_only_a_bound_the_floor_set() -> None:
     floor = time_floor_at(50_000.0, H200)
     assert corrected_bound(floor, 50_000.0, H200, 0.001) == pytest.approx(0.04)
@@ -79,8 +119,12 @@ def test_the_corrected_bound_replaces_only_a_bound_the_floor_set() -> None:
 def test_noise_words_say_within_or_beyond() -> None:
     assert noise_words(0.06, 0.04, regressed=True).startswith("beyond noise: 1.5x the 4%")
     assert noise_words(0.03, 0.04, regressed=False).startswith("within noise")
-    assert noise_words(0.01, 0.04, regressed=False) == ""
+    assert noise_words(0.02, 0.04, regressed=False).startswith("within noise")  # half: said
+    assert noise_words(0.015, 0.04, regressed=False) == ""  # under half: nothing
     assert noise_words(-0.05, 0.04, regressed=False) == ""
+    assert noise_words(0.0, 0.04, regressed=True) == ""  # no slower: nothing
+    assert noise_words(None, 0.04, regressed=True) == ""
+    assert noise_words(0.05, 0.0, regressed=True) == ""  # no bound to read it against
 
 
 # ----------------------------------------------------------------- on the corpus

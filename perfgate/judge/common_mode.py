@@ -59,7 +59,7 @@ def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
         run += weight
         if run >= half:
             return value
-    return pairs[-1][0]
+    raise ValueError(f"weights must be finite and not negative: {list(weights)}")
 
 
 def common_factors(timed: Sequence[Timed]) -> dict[str, CommonFactor]:
@@ -104,7 +104,9 @@ def noise_words(relative_change: float | None, bound: float, regressed: bool) ->
     if relative_change is None or relative_change <= 0 or bound <= 0:
         return ""
     if regressed:
-        return f"beyond noise: {relative_change / bound:.1f}x the {bound * 100:.3g}% the noise allows"
+        return (
+            f"beyond noise: {relative_change / bound:.1f}x the {bound * 100:.3g}% the noise allows"
+        )
     if relative_change >= bound / 2:
         return f"within noise: under the {bound * 100:.3g}% that runs on other machine starts moved"
     return ""

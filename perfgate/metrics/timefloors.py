@@ -71,7 +71,8 @@ def time_floor_at(duration_ns: float, gpu: str | None) -> float:
 def corrected_floor_at(duration_ns: float, gpu: str | None) -> float | None:
     """The floor of a duration judged after its common factor; None where no correction
     applies (another GPU kind, or a kernel shorter than the first corrected point)."""
-    points = CORRECTED_FLOOR_POINTS.get(gpu_kind(gpu)) if gpu else None
+    kind = next((k for k in TIME_FLOOR_POINTS if gpu and k in gpu), None)  # measured kinds only
+    points = CORRECTED_FLOOR_POINTS.get(kind) if kind else None
     if points is None or duration_ns < points[0][0]:
         return None
     return interpolated(points, duration_ns)
