@@ -233,3 +233,30 @@ def test_the_dataclass_is_frozen() -> None:
     t = Timed("a", 1.0, 1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.kernel = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kind", "lo", "hi"),
+    [
+        ("H100", 2_000.0, 10_000.0),
+        ("H100", 20_000.0, float("inf")),
+        ("H200", 2_000.0, 10_000.0),
+        ("H200", 10_000.0, 20_000.0),
+        ("H200", 20_000.0, float("inf")),
+    ],
+)
+def test_the_time_floors_sit_just_above_the_raw_moves(
+    points: list[analysis.Point], kind: str, lo: float, hi: float
+) -> None:
+    """The floors a duration is judged by as measured, against every start's raw moves of
+    the band (H100 10-20 us aside: CUB's look-back kernels there add their own spread to the
+    floor, calibrate.lookback_time_floor, held by tests/test_family_noise.py)."""
+    gpu = H100 if kind == "H100" else H200
+    slack = [
+        time_floor_at(p.recorded_ns, gpu) - _need(p.ratio - 1, p.own)
+        for p in points
+        if p.kind == kind and lo <= p.recorded_ns < hi
+    ]
+    assert len(slack) > 50
+    assert min(slack) >= 0, f"too tight: a kernel moved {-min(slack):.2%} past its floor"
+    assert min(slack) <= 0.035, f"too loose: every move is {min(slack):.2%} under its floor"
