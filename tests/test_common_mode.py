@@ -125,6 +125,8 @@ def test_noise_words_say_within_or_beyond() -> None:
     assert noise_words(0.0, 0.04, regressed=True) == ""  # no slower: nothing
     assert noise_words(None, 0.04, regressed=True) == ""
     assert noise_words(0.05, 0.0, regressed=True) == ""  # no bound to read it against
+    assert noise_words(0.08, 0.04, regressed=True).startswith("beyond noise: 2.0x")  # near
+    assert noise_words(0.081, 0.04, regressed=True) == ""  # far past its bound: no word needed
 
 
 # ----------------------------------------------------------------- on the corpus

@@ -57,8 +57,10 @@ _BESIDE = ("c2clink__", "numa__", "nvlink__", "profiler__")
 _ADDED = frozenset(
     {"sm__maximum_warps_avg_per_active_cycle", "smsp__maximum_warps_avg_per_active_cycle"}
 )
-# A gate metric's own roll-ups (.min, .max, .avg of a .sum) come with it.
-_GATE_COUNTERS = frozenset(m.rsplit(".", 1)[0] for m in GATE_ONE_PASS)
+# A gate metric's own roll-ups (.min, .max, .avg of a .sum) come with it, and a rate's
+# (`dram__cycles_elapsed.avg.per_second` brings .min/.max/.sum.per_second: seen in every gate
+# capture with the clock).
+_GATE_COUNTERS = frozenset(m.split(".", 1)[0] for m in GATE_ONE_PASS)
 
 
 def _of_gate_capture(column: str) -> bool:

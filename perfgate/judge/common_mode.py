@@ -28,6 +28,8 @@ MIN_PEERS = 2
 # The largest common factor of the corpus's unchanged re-captures was 2.7% (an H200 process);
 # a process further off than this is not noise, and its kernels are judged as they are.
 MAX_COMMON = 0.035
+# A regression under this many times its bound is near the noise, and said so.
+NEAR = 2.0
 # perfgate.lifecycle.calibrate.K (a layer above): a bound covers twice a kernel's own spread.
 SPREAD_K = 2.0
 # A recorded bound this close to the time floor was set by the floor (the YAML keeps 4 digits).
@@ -98,12 +100,15 @@ def corrected_bound(
 
 
 def noise_words(relative_change: float | None, bound: float, regressed: bool) -> str:
-    """How a slower time reads against its bound, which is the cross-start noise: 'beyond'
-    for a regression, 'within' for a pass that used half its bound or more, else nothing (a
-    reviewer reads +3% on H200 as what it is)."""
+    """How a slower time near its bound reads against the noise the bound carries: 'beyond'
+    for a regression under twice its bound, 'within' for a pass that used half its bound or
+    more, else nothing (a change far past its bound needs no such word; a reviewer reads +3%
+    on H200 as what it is)."""
     if relative_change is None or relative_change <= 0 or bound <= 0:
         return ""
     if regressed:
+        if relative_change > NEAR * bound:
+            return ""
         return (
             f"beyond noise: {relative_change / bound:.1f}x the {bound * 100:.3g}% the noise allows"
         )
