@@ -4,6 +4,7 @@ run against the tests that exercise that module; a mutant the tests still pass i
     python scripts/mutate.py --out mutation.json            # every module of MODULES
     python scripts/mutate.py --rerun mutation.json --out after.json   # only its survivors
     python scripts/mutate.py --select issue33 --out i33.json    # one issue's functions only
+    python scripts/mutate.py --select issue34 --out i34.json    # the time gate's rules
     python scripts/mutate.py --module M --hand --out hand.json   # M's HAND_MUTANTS only
 
 Each worker mutates its own copy of the repository's tracked files (a temporary directory),
@@ -49,6 +50,13 @@ _FAMILIES = (
     "tests/test_family_findings.py", "tests/test_family_table.py",
 )  # fmt: skip
 _NEW_33 = ("tests/test_issue33_rules.py",)
+# Issue 34: the time gate's rules, on rules and on the corpus's real re-captures.
+_TIME_34 = (
+    "tests/test_common_mode.py",
+    "tests/test_program_rules.py",
+    "tests/test_program_time.py",
+    "tests/test_clock_control.py",
+)
 # The fast schema check held to jsonschema on documents generated from the schema.
 _FASTCHECK = ("tests/test_fastcheck.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
@@ -113,6 +121,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         *_NEW_33, "tests/test_kernel_names.py", "tests/test_units.py",  # its doctests
         "tests/test_family_identity.py",
     ),
+    # Issue 34: the common factor of a process's kernel times and the time floors.
+    "perfgate/judge/common_mode.py": _TIME_34,
+    "perfgate/metrics/timefloors.py": (
+        *_TIME_34, "tests/test_noise_floors.py", "tests/test_family_noise.py",
+    ),
     # The fast schema check: what it vouches for skips jsonschema.
     "perfgate/baseline/fastcheck.py": (
         *_FASTCHECK, "tests/test_baseline.py", "tests/test_yamlload.py", "tests/test_properties.py",
@@ -134,6 +147,20 @@ ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
 # added or changed, mutated instead of each module's whole source or ONLY_FUNCTIONS, so one
 # run over its nine modules stays within minutes.
 SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
+    "issue34": {
+        "perfgate/judge/common_mode.py": frozenset({
+            "weighted_median", "common_factors", "corrected_bound", "noise_words",
+            "MIN_PEER_NS", "MIN_PEERS", "MAX_COMMON", "_SAME_BOUND", "SPREAD_K", "NEAR",
+        }),
+        "perfgate/metrics/timefloors.py": frozenset({
+            "gpu_kind", "interpolated", "time_floor_at", "corrected_floor_at",
+            "CORRECTED_FLOOR_POINTS", "TIME_FLOOR_POINTS",
+        }),
+        "perfgate/lifecycle/program.py": frozenset(
+            {"program_floor", "program_bound", "FLOORS", "record_program"}
+        ),
+        "perfgate/baseline/fingerprint.py": frozenset({"basis_difference"}),
+    },
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
             "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
@@ -170,6 +197,10 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
 # issue 33 added); test_check (14 s), in both lists, judges earlier issues' verdicts, not the
 # pairing of sizes and renumbered fusions, the evidence notes or the autotuner's ordering.
 SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "issue34": {
+        "perfgate/lifecycle/program.py": _TIME_34,
+        "perfgate/baseline/fingerprint.py": _TIME_34,
+    },
     "issue33": {
         "perfgate/identity/matching.py": (
             "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",

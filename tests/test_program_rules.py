@@ -20,7 +20,7 @@ from perfgate.baseline.model import (
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.judge.states import KernelState
-from perfgate.lifecycle.program import FLOOR, program_bound, record_program
+from perfgate.lifecycle.program import FLOOR, FLOORS, program_bound, record_program
 from perfgate.metrics.program import GPU_TIME, time_in, time_per_run
 from perfgate.verdicts.program import judge_program, recorded_time
 from tests.conftest import ROOT
@@ -76,6 +76,14 @@ def test_the_bound_is_twice_the_spread_of_the_runs_rounded_to_four_places() -> N
 
 def test_a_steady_program_gets_the_cross_start_floor() -> None:
     assert program_bound((1000.0, 1001.0))[0] == FLOOR
+
+
+def test_the_program_floor_is_the_gpus_and_another_kind_gets_the_widest() -> None:
+    h100 = program_bound((1000.0, 1001.0), "NVIDIA H100 80GB HBM3")
+    h200 = program_bound((1000.0, 1001.0), "NVIDIA H200")
+    other = program_bound((1000.0, 1001.0), "NVIDIA A100-SXM4-80GB")
+    assert h100[0] < h200[0] == other[0] == max(FLOORS.values())
+    assert "on H100" in h100[1] and "on H200" in other[1]
 
 
 @pytest.mark.parametrize("runs", [(0.0, 0.0), (0.5, 0.6)])
