@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baseline.fingerprint import Fingerprint, basis_difference
+from perfgate.baseline.fingerprint import OTHER_BASIS, Fingerprint, basis_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "tests" / "data" / "field" / "gate"
@@ -72,3 +72,12 @@ def test_the_reason_names_both_clock_controls() -> None:
     assert basis_difference(none, none) is None
     # Unknown on one side (a capture by hand) is no difference.
     assert basis_difference(none, Fingerprint()) is None
+
+
+def test_another_time_basis_is_named_when_the_clocks_agree() -> None:
+    gate, full = (
+        Fingerprint(clock_control="none", time_basis="gate"),
+        Fingerprint(clock_control="none"),
+    )
+    assert basis_difference(gate, full) == OTHER_BASIS
+    assert basis_difference(gate, gate) is None
