@@ -268,8 +268,9 @@ def test_regex_matches_go_through_every_launch(tmp_path: Path) -> None:
 
 
 def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
+    from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch
     from perfgate.judge.comparison import Comparison
-    from perfgate.verdicts.check import _corroborate_stall_mix
+    from perfgate.judge.rules import KernelFacts, corroborate_stall_mix
 
     flip = Comparison("k", "dominant_stall", State.REGRESSED, "barrier", "long_scoreboard",
                       message="changed from barrier")  # fmt: skip
@@ -277,10 +278,15 @@ def test_a_flipped_dominant_stall_needs_a_stall_that_really_grew() -> None:
     grown = Comparison("k", "stall_cpi.long_scoreboard", State.REGRESSED, 10.0, 30.0)
     forbidden = Comparison("k", "dominant_stall", State.REGRESSED, "barrier", "drain",
                            message="drain is forbidden")  # fmt: skip
-    assert _corroborate_stall_mix([flip, steady])[0].state is State.PASS
-    assert _corroborate_stall_mix([flip, grown])[0].state is State.REGRESSED
-    assert _corroborate_stall_mix([flip])[0].state is State.REGRESSED  # no stall_cpi gated
-    assert _corroborate_stall_mix([forbidden, steady])[0].state is State.REGRESSED
+    facts = KernelFacts(KernelBaseline("k", KernelMatch(name="k"), ()), Baseline(()))
+
+    def corroborated(*comparisons: Comparison) -> State:
+        return corroborate_stall_mix(comparisons, facts)[0].state
+
+    assert corroborated(flip, steady) is State.PASS
+    assert corroborated(flip, grown) is State.REGRESSED
+    assert corroborated(flip) is State.REGRESSED  # no stall_cpi gated
+    assert corroborated(forbidden, steady) is State.REGRESSED
 
 
 def test_a_direction_override_on_duration_does_not_make_a_slower_kernel_faster(

@@ -51,6 +51,7 @@ from perfgate.ingest import read_captures
 from perfgate.ingest.launches import Launch, merge
 from perfgate.ingest.names import normalise, short_name
 from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.rules import KernelFacts, moved_per_launch, note_evidence, why_noted
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.calibrate import (
     DRAM_ABSOLUTE_FLOOR,
@@ -66,7 +67,7 @@ from perfgate.lifecycle.calibrate import (
 from perfgate.lifecycle.record import RecordSettings, _metric_baseline, record, record_kernel
 from perfgate.metrics.catalog import SHORT_KERNEL_NS, lookup
 from perfgate.metrics.measure import Measured
-from perfgate.verdicts.check import _moved_per_launch, _note_evidence, _why_noted, check
+from perfgate.verdicts.check import check
 from tests.conftest import ROOT
 
 MiB = float(1 << 20)
@@ -889,25 +890,25 @@ def test_renumbered_fusions_pair_by_work_but_a_tie_is_never_guessed() -> None:
 
 
 def test_why_an_evidence_move_is_noted_says_which_way_it_went() -> None:
-    worse = _why_noted("achieved_occupancy")
-    better = _why_noted("achieved_occupancy", better=True)
+    worse = why_noted("achieved_occupancy")
+    better = why_noted("achieved_occupancy", better=True)
     assert worse.startswith("evidence only") and "no primary metric" in worse
     assert better.startswith("evidence only") and "no improvement to lock in" in better
     # A time metric is primary in general: evidence only for a short kernel, which it says.
-    short = _why_noted("duration")
+    short = why_noted("duration")
     assert f"under {SHORT_KERNEL_NS / 1000:g} us" in short and "no primary metric" in short
-    assert _why_noted("duration", better=True).endswith("no improvement to lock in")
+    assert why_noted("duration", better=True).endswith("no improvement to lock in")
 
 
 def test_a_time_comparison_moves_per_launch() -> None:
     kernel = replace(_entry("k", 1.0), launches=4)
     total = Comparison("k", "total_time", State.REGRESSED, 4000.0, 6000.0)
-    assert _moved_per_launch(total, kernel) == 500.0  # total_time is per run: 4 launches
+    assert moved_per_launch(total, kernel) == 500.0  # total_time is per run: 4 launches
     duration = Comparison("k", "duration", State.REGRESSED, 1000.0, 1500.0)
-    assert _moved_per_launch(duration, kernel) == 500.0
-    assert _moved_per_launch(replace(total, current="x"), kernel) is None
-    assert _moved_per_launch(replace(total, baseline=None), kernel) is None
-    assert _moved_per_launch(total, replace(kernel, launches=None)) == 2000.0
+    assert moved_per_launch(duration, kernel) == 500.0
+    assert moved_per_launch(replace(total, current="x"), kernel) is None
+    assert moved_per_launch(replace(total, baseline=None), kernel) is None
+    assert moved_per_launch(total, replace(kernel, launches=None)) == 2000.0
 
 
 def test_a_kernel_without_a_time_or_any_metric_recorded() -> None:
@@ -968,11 +969,12 @@ def test_a_regressed_label_alone_is_noted_evidence() -> None:
     # The dominant stall changed (a label: no move in ns), nothing primary regressed.
     kernel = _entry("k", 1.0)
     stall = Comparison("k", "dominant_stall", State.REGRESSED, "long_scoreboard", "wait")
-    (got,) = _note_evidence([stall], kernel, Baseline((kernel,)))
+    facts = KernelFacts(kernel, Baseline((kernel,)))
+    (got,) = note_evidence((stall,), facts)
     assert got.state is State.NOTED and "no primary metric" in got.explained
     # Evidence within its bound stays as it was.
     held = Comparison("k", "achieved_occupancy", State.PASS, 50.0, 51.0)
-    assert _note_evidence([stall, held], kernel, Baseline((kernel,)))[1] == held
+    assert note_evidence((stall, held), facts)[1] == held
 
 
 def test_only_the_slower_size_names_the_autotuners_choice_with_its_time() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from perfgate.cli import main
-from perfgate.verdicts.check import _notice
+from perfgate.verdicts.absent import notice
 from tests.conftest import ROOT
 
 
@@ -41,12 +41,12 @@ def _group(name: str) -> Any:
 def test_one_kernel_is_one_kernel() -> None:
     baseline: Any = SimpleNamespace(kernels=[object()])
     capture: Any = SimpleNamespace(paths=["c.csv"])
-    text = _notice(baseline, capture, [_group("add_kernel")])
+    text = notice(baseline, capture, [_group("add_kernel")])
     assert "1 kernels" not in text and "1 baselined kernels" not in text
     assert text.startswith("the baselined kernel is not in c.csv")
     assert text.endswith("It holds 1 kernel: add_kernel")
     two: Any = SimpleNamespace(kernels=[object(), object()])
-    assert _notice(two, capture, [_group("a"), _group("b")]).startswith(
+    assert notice(two, capture, [_group("a"), _group("b")]).startswith(
         "none of the 2 baselined kernels is in c.csv"
     )
 

@@ -236,7 +236,7 @@ def _no_dram(cc: tuple[int, int] | None) -> bool:
 
 
 class Role(enum.Enum):
-    """What a metric's move beyond its bound means on its own (perfgate.verdicts.check)."""
+    """What a metric's move beyond its bound means on its own (perfgate.judge.rules)."""
 
     PRIMARY = "primary"  # fails the kernel on its own
     EVIDENCE = "evidence"  # explains a primary regression; alone it is noted, not failed

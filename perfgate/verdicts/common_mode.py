@@ -4,7 +4,8 @@ judged against its recorded time scaled by that factor, under the corrected floo
 
 The recorded entry is adjusted before judging, as an autotuned kernel's expected duration is,
 so that every route through the check (metric by metric, or a passing kernel's column
-statistics) judges the same numbers; the comparison then says what it was judged against."""
+statistics) judges the same numbers; the comparison then says what it was judged against
+(perfgate.judge.rules.word_noise)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,11 @@ from perfgate.judge.common_mode import (
     Timed,
     common_factors,
     corrected_bound,
-    noise_words,
 )
-from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.rules import CORRECTED
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
 from perfgate.metrics.thresholds import ThresholdOverride
-from perfgate.verdicts.model import KernelVerdict
-
-# Both judge a kernel's time (a launch, and a run's sum of launches) and share its factor.
-CORRECTED = ("duration", "total_time")
 
 
 def _fastest(launches: Sequence[Launch], capture: Capture) -> float | None:
@@ -97,38 +93,3 @@ def corrected(
     if all(a is b for a, b in zip(metrics, kernel.metrics, strict=True)):
         return kernel  # no correction applies (perfgate.judge.common_mode.corrected_bound)
     return replace(kernel, metrics=metrics)
-
-
-def noted(
-    verdict: KernelVerdict, kernel: KernelBaseline, factor: CommonFactor | None
-) -> KernelVerdict:
-    """Each time comparison says how its change reads against the noise, and, where a common
-    factor was taken out, that it was judged against the recorded time x the factor."""
-    why = (
-        f"judged against the recorded time x{factor.factor:.4f}: this run's {factor.peers} "
-        f"other kernels of 10 us or more ran {(factor.factor - 1) * 100:+.2f}% as a whole "
-        "(the common factor, docs/noise.md)"
-        if factor is not None
-        else ""
-    )
-    bounds = {
-        m.name: m.threshold.relative
-        for m in kernel.metrics
-        if m.name in CORRECTED and m.threshold is not None and m.threshold.relative is not None
-    }
-
-    def note(c: Comparison) -> Comparison:
-        if c.metric not in CORRECTED or c.skip is not None:
-            return c
-        words = noise_words(
-            c.relative_change, bounds.get(c.metric, 0.0), c.state is State.REGRESSED
-        )
-        extra = "; ".join(w for w in (words, why) if w)
-        if not extra:
-            return c
-        return replace(c, message=f"{c.message}; {extra}" if c.message else extra)
-
-    comparisons = tuple(note(c) for c in verdict.comparisons)
-    if all(a is b for a, b in zip(comparisons, verdict.comparisons, strict=True)):
-        return verdict
-    return replace(verdict, comparisons=comparisons)
