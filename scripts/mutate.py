@@ -121,6 +121,18 @@ MODULES: dict[str, tuple[str, ...]] = {
         *_NEW_33, "tests/test_kernel_names.py", "tests/test_units.py",  # its doctests
         "tests/test_family_identity.py",
     ),
+    # The one judgement path: the rules' registry, the one route, split kernels, one metric.
+    "perfgate/judge/rules.py": (
+        "tests/test_judge_rules.py", "tests/test_check.py", "tests/test_evidence.py",
+        "tests/test_evidence_noise.py", *_NEW_33, *_FAIL_CLOSED,
+    ),
+    "perfgate/verdicts/kernel.py": (
+        "tests/test_judge_rules.py", "tests/test_check.py", "tests/test_autotune.py",
+        "tests/test_family_autotune.py", *_NEW_33,
+    ),
+    "perfgate/verdicts/metric.py": (
+        *_FAIL_CLOSED, "tests/test_judge_rules.py", "tests/test_check.py",
+    ),
     # Issue 34: the common factor of a process's kernel times and the time floors.
     "perfgate/judge/common_mode.py": _TIME_34,
     "perfgate/metrics/timefloors.py": (
@@ -134,9 +146,9 @@ MODULES: dict[str, tuple[str, ...]] = {
 
 # In these modules only the named functions are mutated: the decisions a run is about.
 ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
-    "perfgate/verdicts/check.py": frozenset(
-        {"_not_compared", "_settle", "_program", "_compare_metric"}
-    ),
+    "perfgate/verdicts/check.py": frozenset({"_not_compared", "_program"}),
+    "perfgate/verdicts/metric.py": frozenset({"compare_one", "_unavailable"}),
+    "perfgate/judge/rules.py": frozenset({"settle"}),
     "perfgate/verdicts/model.py": frozenset({"not_judged", "exit_code_under"}),
     "perfgate/ingest/scope.py": frozenset({"declared", "differ"}),
     "perfgate/baseline/fingerprint.py": frozenset({"_basis", "bases_of"}),
@@ -164,7 +176,7 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
             "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
-            "time_floor", "TIME_FLOOR_POINTS",
+            "time_floor",  # its table moved to perfgate/metrics/timefloors.py (issue34)
         }),
         "perfgate/lifecycle/record.py": frozenset({"_metric_baseline", "record_kernel"}),
         "perfgate/causes/changes.py": frozenset({
@@ -187,9 +199,10 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
             {"_sized", "_by_size", "_size_pairs", "_renamed_by_work"}
         ),
         "perfgate/identity/families.py": frozenset({"family_of", "_f", "FAMILIES"}),
-        "perfgate/verdicts/check.py": frozenset(
-            {"_note_evidence", "_why_noted", "_named_choice", "_moved_per_launch"}
+        "perfgate/judge/rules.py": frozenset(
+            {"note_evidence", "why_noted", "name_choice", "moved_per_launch"}
         ),
+        "perfgate/verdicts/kernel.py": frozenset({"_choice", "_with_choice"}),
     },
 }  # fmt: skip
 # A selection's own test files where a module's MODULES list is another run's: check.py's
@@ -409,10 +422,31 @@ class _Replace(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _defined(tree: ast.Module) -> set[str]:
+    """The names a module defines: functions, classes and assigned module-level names."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(x.id for x in node.targets if isinstance(x, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
 def mutants_of(module: str) -> list[tuple[Mutant, str]]:
     """Every mutant of one module with the source it runs."""
     source = (ROOT / module).read_text()
     only = SELECTIONS[_select][module] if _select else ONLY_FUNCTIONS.get(module)
+    if only is not None:
+        # A function that moved would silently leave its mutants out: name it instead.
+        defined = _defined(ast.parse(source))
+        gone = sorted(only - defined)
+        if gone:
+            raise SystemExit(
+                f"{module} defines none of {', '.join(gone)}: update scripts/mutate.py"
+            )
     count = sum(1 for _ in _sites(ast.parse(source), only))
     out = []
     for index in range(count):
