@@ -72,10 +72,13 @@ def test_peers_count_from_exactly_10_us_and_only_when_measured() -> None:
     at_10 = [Timed("a", 50_000.0, 50_000.0), Timed("b", 10_000.0, 10_100.0),
              Timed("c", 10_000.0, 10_100.0)]  # fmt: skip
     assert common_factors(at_10)["a"].factor == pytest.approx(1.01)
-    # A peer with no time now (0 ns) or no launch is no peer.
+    # A peer with no time now (0 ns) or no launch is no peer: the heavy unmeasured one would
+    # be the median otherwise.
     unmeasured = [Timed("a", 50_000.0, 50_000.0), Timed("b", 50_000.0, 50_500.0),
-                  Timed("c", 50_000.0, 0.0), Timed("d", 50_000.0, 50_500.0, launches=0.0)]  # fmt: skip
-    assert "a" not in common_factors(unmeasured)
+                  Timed("e", 50_000.0, 50_500.0), Timed("c", 200_000.0, 0.0),
+                  Timed("d", 200_000.0, 100_000.0, launches=0.0)]  # fmt: skip
+    got = common_factors(unmeasured)["a"]
+    assert got.factor == pytest.approx(1.01) and got.peers == 2
 
 
 def test_a_factor_exactly_at_the_limit_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,6 +128,7 @@ def test_noise_words_say_within_or_beyond() -> None:
     assert noise_words(0.0, 0.04, regressed=True) == ""  # no slower: nothing
     assert noise_words(None, 0.04, regressed=True) == ""
     assert noise_words(0.05, 0.0, regressed=True) == ""  # no bound to read it against
+    assert noise_words(0.05, 0.0, regressed=False) == ""
     assert noise_words(0.08, 0.04, regressed=True).startswith("beyond noise: 2.0x")  # near
     assert noise_words(0.081, 0.04, regressed=True) == ""  # far past its bound: no word needed
 
