@@ -25,8 +25,9 @@ from perfgate.metrics.timefloors import corrected_floor_at, time_floor_at
 # a regressed peer among few is bounded by MAX_COMMON.
 MIN_PEER_NS = 10_000.0
 MIN_PEERS = 2
-# The largest common factor of the corpus's unchanged re-captures was 2.7% (an H200 process);
-# a process further off than this is not noise, and its kernels are judged as they are.
+# The largest common factor of the corpus's unchanged re-captures was 2.7% from six peers or
+# more (an H200 process), 4.6% from two (4 of 1,840 factors past this limit: those kernels are
+# judged as they are); a process further off than this is not taken for noise.
 MAX_COMMON = 0.035
 # A regression under this many times its bound is near the noise, and said so.
 NEAR = 2.0
