@@ -222,27 +222,17 @@ GATE_CORPUS = (
 # families against h100-m's own three runs; and one fresh H200 start (h200-g) against h200-e's
 # baseline (two more starts asked for H200 came as H100: h100-o, h100-p), and a second (h200-h).
 CLOCK_STARTS = ("h100-m", "h100-n", "h100-o", "h100-p", "h200-g", "h200-h")
+# Each GPU kind's baseline start and workloads.
+_CLOCK_BASES = {"h100": ("h100-j", FIELD_H100), "h200": ("h200-e", FIELD_H200)}
 GATE_CLOCK_HELD_BACK = (
     *(
         Workload(
-            f"H100 gate {w} vs {s}",
-            tuple(GATE / "h100-j" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+            f"{s[:4].upper()} gate {w} vs {s}",
+            tuple(GATE / _CLOCK_BASES[s[:4]][0] / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
             tuple(p for i in (1, 2) if (p := GATE / s / f"{w}-run{i}.csv.gz").exists()),
         )
         for s in CLOCK_STARTS
-        if s.startswith("h100")
-        for w in FIELD_H100
-        if (GATE / s / f"{w}-run1.csv.gz").exists()
-    ),
-    *(
-        Workload(
-            f"H200 gate {w} vs {s}",
-            tuple(GATE / "h200-e" / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
-            tuple(p for i in (1, 2) if (p := GATE / s / f"{w}-run{i}.csv.gz").exists()),
-        )
-        for s in CLOCK_STARTS
-        if s.startswith("h200")
-        for w in FIELD_H200
+        for w in _CLOCK_BASES[s[:4]][1]
         if (GATE / s / f"{w}-run1.csv.gz").exists()
     ),
     *(

@@ -46,11 +46,14 @@ CORRECTED_FLOOR_POINTS: dict[str, tuple[tuple[float, float], ...]] = {
 }
 
 
+def measured_kind(gpu: str | None) -> str | None:
+    """The GPU kind the floors were measured on that `gpu` is, or None."""
+    return next((kind for kind in TIME_FLOOR_POINTS if gpu and kind in gpu), None)
+
+
 def gpu_kind(gpu: str | None) -> str:
-    for kind in TIME_FLOOR_POINTS:
-        if gpu and kind in gpu:
-            return kind
-    return WIDEST_KIND
+    """The kind whose floors `gpu` gets: its own, else the widest."""
+    return measured_kind(gpu) or WIDEST_KIND
 
 
 def interpolated(points: tuple[tuple[float, float], ...], duration_ns: float) -> float:
@@ -71,7 +74,7 @@ def time_floor_at(duration_ns: float, gpu: str | None) -> float:
 def corrected_floor_at(duration_ns: float, gpu: str | None) -> float | None:
     """The floor of a duration judged after its common factor; None where no correction
     applies (another GPU kind, or a kernel shorter than the first corrected point)."""
-    kind = next((k for k in TIME_FLOOR_POINTS if gpu and k in gpu), None)  # measured kinds only
+    kind = measured_kind(gpu)
     points = CORRECTED_FLOOR_POINTS.get(kind) if kind else None
     if points is None or duration_ns < points[0][0]:
         return None
