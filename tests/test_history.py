@@ -6,7 +6,6 @@ and tests/data/field/h100."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sqlite3
 import time
 from dataclasses import replace
@@ -25,6 +24,7 @@ from perfgate.history.render import sparkline
 from perfgate.history.store import HistoryError, SqliteStore
 from perfgate.reports.json_report import to_dict
 from tests.conftest import ROOT
+from tests.writers import exit_codes
 
 FAMILIES = ROOT / "tests" / "data" / "field" / "families"
 FAM_A, FAM_B = FAMILIES / "fam-a", FAMILIES / "fam-b"
@@ -119,15 +119,8 @@ def test_eight_processes_writing_at_once_lose_and_duplicate_nothing(
 ) -> None:
     db = str(tmp_path / "h.db")
     runs = 4
-    # fork where there is one: the workers need not import perfgate again (2 CPUs in CI).
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    workers = [ctx.Process(target=_write_runs, args=(db, fam_b_record, w, runs)) for w in range(8)]
-    for p in workers:
-        p.start()
-    for p in workers:
-        p.join(timeout=300)
-    assert [p.exitcode for p in workers] == [0] * 8
+    codes = exit_codes(_write_runs, [(db, fam_b_record, w, runs) for w in range(8)])
+    assert codes == [0] * 8
     with SqliteStore(db) as store:
         ids = store.run_ids()
         assert sorted(ids) == sorted(

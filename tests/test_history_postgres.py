@@ -7,7 +7,6 @@ Captures: baselines/h100/zoo.yaml against tests/data/h100/zoo-bad-short-run1.csv
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -31,6 +30,7 @@ from perfgate.history.store import HistoryError, SqliteStore, open_store
 from tests.conftest import ROOT
 from tests.pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
 from tests.test_history_findings import v1_statements, without_findings
+from tests.writers import exit_codes
 
 BASELINE = ROOT / "baselines" / "h100" / "zoo.yaml"
 BAD = ROOT / "tests" / "data" / "h100" / "zoo-bad-short-run1.csv"
@@ -111,15 +111,9 @@ def test_eight_processes_writing_at_once_lose_and_duplicate_nothing(
     record: RunRecord,
 ) -> None:
     runs = 3
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
     # A new database: the 8 also race to create its schema (the advisory lock's job).
-    workers = [ctx.Process(target=_write_runs, args=(pg_url, record, w, runs)) for w in range(8)]
-    for p in workers:
-        p.start()
-    for p in workers:
-        p.join(timeout=300)
-    assert [p.exitcode for p in workers] == [0] * 8
+    codes = exit_codes(_write_runs, [(pg_url, record, w, runs) for w in range(8)])
+    assert codes == [0] * 8
     with open_store(pg_url) as store:
         ids = store.run_ids()
         assert sorted(ids) == sorted(
