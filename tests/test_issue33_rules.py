@@ -29,7 +29,8 @@ from perfgate.causes.changes import (
     scaled_work_rule,
 )
 from perfgate.causes.model import CauseKind, KernelDelta, Side
-from perfgate.causes.rules import more_work, vectorized_access, wider_stores
+from perfgate.causes.rules_memory import vectorized_access, wider_stores
+from perfgate.causes.rules_work import more_work
 from perfgate.identity.configs import (
     _SIZE_WHY,
     CONFIG_INDEPENDENT,

@@ -1,7 +1,7 @@
 """What differential diagnosis reads and says: a kernel's two sides (baseline and current) with
 its comparisons, and the root causes the rules recognise in the change.
 
-Rules of differential diagnosis (perfgate.causes.rules) are pure functions from a `KernelDelta`
+Rules of differential diagnosis (perfgate.causes.rules_*) are pure functions from a `KernelDelta`
 to a `RootCause` or None."""
 
 from __future__ import annotations

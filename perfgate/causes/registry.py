@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from perfgate.causes import rules
+from perfgate.causes import (
+    rules_execution,
+    rules_memory,
+    rules_ncu,
+    rules_occupancy,
+    rules_stalls,
+    rules_work,
+)
 from perfgate.causes.facts import faster, has, raw, single
 from perfgate.causes.levers import ACCEPT, lever
 from perfgate.causes.model import CauseKind, Evidence, KernelDelta, RootCause
@@ -43,7 +50,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "atomic-contention",
         "atomic contention",
-        rules.atomic_contention,
+        rules_memory.atomic_contention,
         (("l2_atomic_requests",), ("global_atomic_requests",)),
         "lts__t_requests_srcunit_tex_op_red.sum, lts__t_requests_srcunit_tex_op_atom.sum and "
         "the drain / lg_throttle stall counters",
@@ -52,7 +59,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "no-tensor-cores",
         "tensor cores",
-        rules.tensor_cores_lost,
+        rules_execution.tensor_cores_lost,
         (("tensor_instructions",), ("tensor_pipe_utilization",)),
         "smsp__inst_executed_pipe_tensor_op_hmma.sum (and _gmma on CC 9.0) or "
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
@@ -61,14 +68,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "spills-removed",
         "spills removed",
-        rules.spills_removed,
+        rules_occupancy.spills_removed,
         (("local_memory_sectors", "registers_per_thread"),),
         "l1tex__t_sectors_pipe_lsu_mem_local_op_{ld,st}.sum and launch__registers_per_thread",
     ),
     Rule(
         "local-memory",
         "local memory",
-        rules.local_memory,
+        rules_occupancy.local_memory,
         (("local_memory_sectors",),),
         "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum, ..._op_st.sum",
         single=True,
@@ -76,7 +83,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "uncoalesced-loads",
         "coalescing of loads",
-        rules.uncoalesced_loads,
+        rules_memory.uncoalesced_loads,
         (("global_load_efficiency",), ("sectors_per_request_ld",)),
         _ld("ld"),
         single=True,
@@ -84,7 +91,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "uncoalesced-stores",
         "coalescing of stores",
-        rules.uncoalesced_stores,
+        rules_memory.uncoalesced_stores,
         (("global_store_efficiency",), ("sectors_per_request_st",)),
         _ld("st"),
         single=True,
@@ -92,14 +99,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "vectorized-access",
         "vector accesses",
-        rules.vectorized_access,
+        rules_memory.vectorized_access,
         (("sectors_per_request_ld",), ("sectors_per_request_st",)),
         _ld("ld"),
     ),
     Rule(
         "bank-conflicts",
         "bank conflicts",
-        rules.bank_conflicts,
+        rules_execution.bank_conflicts,
         (
             ("shared_bank_conflicts", "instructions_executed"),
             ("shared_bank_conflicts", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
@@ -111,7 +118,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "divergence",
         "divergence",
-        rules.divergence,
+        rules_execution.divergence,
         (("warp_execution_efficiency",),),
         "smsp__thread_inst_executed.sum and smsp__inst_executed.sum",
         single=True,
@@ -119,7 +126,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "occupancy-registers",
         "register pressure",
-        rules.occupancy_registers,
+        rules_occupancy.occupancy_registers,
         (
             ("registers_per_thread", "theoretical_occupancy"),
             ("registers_per_thread", "occupancy_limiter"),
@@ -131,7 +138,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "occupancy-shared-memory",
         "shared memory per block",
-        rules.occupancy_shared_memory,
+        rules_occupancy.occupancy_shared_memory,
         (
             ("shared_memory_per_block", "theoretical_occupancy"),
             ("shared_memory_per_block", "occupancy_limiter"),
@@ -143,7 +150,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "lost-pipelining",
         "latency hiding",
-        rules.lost_pipelining,
+        rules_execution.lost_pipelining,
         (
             ("stall.long_scoreboard",),
             ("stall_cpi.long_scoreboard",),
@@ -156,28 +163,28 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "occupancy-limiter",
         "occupancy limiter",
-        rules.occupancy_limiter,
+        rules_occupancy.occupancy_limiter,
         (("occupancy_limiter",),),
         "launch__occupancy_limit_*",
     ),
     Rule(
         "launch-count",
         "launch count",
-        rules.launch_count,
+        rules_work.launch_count,
         (("launches",),),
         "every launch of the kernel in one run (no --launch-count cap)",
     ),
     Rule(
         "launch-shape",
         "launch shape",
-        rules.launch_shape,
+        rules_work.launch_shape,
         (("grid", "block"),),
         "the Grid Size and Block Size columns",
     ),
     Rule(
         "wider-stores",
         "output width",
-        rules.wider_stores,
+        rules_memory.wider_stores,
         (("global_store_sectors", "global_load_sectors", "sectors_per_request_st"),),
         "l1tex__t_sectors_pipe_lsu_mem_global_op_{st,ld}.sum and "
         "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
@@ -185,21 +192,21 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "more-work",
         "more work",
-        rules.more_work,
+        rules_work.more_work,
         (("instructions_executed",), ("dram_bytes",), ("global_load_sectors",), ("l2_sectors",)),
         "smsp__inst_executed.sum, dram__bytes_read.sum",
     ),
     Rule(
         "less-work",
         "less work",
-        rules.less_work,
+        rules_work.less_work,
         (("instructions_executed",), ("dram_bytes",), ("global_load_sectors",), ("l2_sectors",)),
         "smsp__inst_executed.sum, dram__bytes_read.sum",
     ),
     Rule(
         "dram-bound",
         "DRAM bound",
-        rules.dram_bound,
+        rules_stalls.dram_bound,
         (("dram_throughput", "dominant_stall"),),
         "dram__throughput.avg.pct_of_peak_sustained_elapsed and the stall counters",
         single=True,
@@ -207,7 +214,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "stall-shift",
         "dominant stall",
-        rules.stall_shift,
+        rules_stalls.stall_shift,
         (("dominant_stall",),),
         "the stall counters (smsp__average_warps_issue_stalled_*_per_issue_active.ratio)",
         single=True,
@@ -366,7 +373,7 @@ def diagnose(delta: KernelDelta) -> Diagnosis:
         cause = rule.check(delta)
         if cause is not None:
             found.append(cause)
-    second_opinion = rules.ncu_rules(delta)
+    second_opinion = rules_ncu.ncu_rules(delta)
     if second_opinion is not None:
         found.append(second_opinion)
     causes = _finish(found, delta)
