@@ -17,15 +17,9 @@ import jsonschema
 import pytest
 
 from perfgate.baseline.model import Baseline
-from perfgate.causes.changes import (
-    MISSING,
-    NEW,
-    RECONFIGURED,
-    RECOUNTED,
-    ChangeKernel,
-    find_changes,
-    label,
-)
+from perfgate.causes.changes import find_changes
+from perfgate.causes.changes_model import MISSING, NEW, RECONFIGURED, RECOUNTED, ChangeKernel
+from perfgate.causes.changes_names import label
 from perfgate.causes.model import CauseKind
 from perfgate.common.schemas import load_schema
 from perfgate.identity.families import family_of

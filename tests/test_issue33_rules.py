@@ -14,20 +14,10 @@ import pytest
 
 from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
 from perfgate.causes import diagnose
-from perfgate.causes.changes import (
-    MISSING,
-    NEW,
-    SCALED,
-    ChangeKernel,
-    _grew,
-    _optimizer,
-    _repeated_gemm,
-    dtype_rule,
-    element_type_rule,
-    optimizer_rule,
-    recomputation_rule,
-    scaled_work_rule,
-)
+from perfgate.causes.changes_model import MISSING, NEW, SCALED, ChangeKernel
+from perfgate.causes.changes_paths import _optimizer, optimizer_rule
+from perfgate.causes.changes_types import dtype_rule, element_type_rule
+from perfgate.causes.changes_work import _grew, _repeated_gemm, recomputation_rule, scaled_work_rule
 from perfgate.causes.model import CauseKind, KernelDelta, Side
 from perfgate.causes.rules_memory import vectorized_access, wider_stores
 from perfgate.causes.rules_work import more_work
