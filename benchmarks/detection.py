@@ -161,6 +161,27 @@ FAMILIES_HELD_BACK = tuple(
 )
 WORKLOADS = (*WORKLOADS, *FAMILIES)
 
+# The second round of held-back family starts, captured after the rule for kernels only some
+# recorded runs launch (docs/identity.md "Kernels that vary between runs") and evaluated once:
+# the MoE with its weights initialised (`moe-init`: fam-f's three runs, fam-g held back), and
+# every family on H200 (fam-h200-a's three runs, fam-h200-b held back; no rule was tuned on an
+# H200 family capture). `moe-init` stands in for `moe` on H200.
+_H200_FAMILIES = tuple("moe-init" if w == "moe" else w for w in FAMILY_NAMES)
+FAMILIES_SECOND_HELD_BACK = tuple(
+    Workload(
+        f"{gpu} family {w} vs {held}",
+        tuple(FAMILIES_DIR / base / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+        (FAMILIES_DIR / held / f"{w}-run1.csv.gz",),
+    )
+    for gpu, base, held, names in (
+        ("H100", "fam-f", "fam-g", ("moe-init",)),
+        ("H200", "fam-h200-a", "fam-h200-b", _H200_FAMILIES),
+    )
+    for w in names
+    if (FAMILIES_DIR / held / f"{w}-run1.csv.gz").exists()
+    and all((FAMILIES_DIR / base / f"{w}-run{i}.csv.gz").exists() for i in (1, 2, 3))
+)
+
 # Held back (never tuned on): reported separately with `--held-back`.
 HELD_BACK = (
     *(
@@ -244,6 +265,20 @@ GATE_CLOCK_HELD_BACK = (
         for w in ("cub", "train-step", "moe")
         if (GATE / "h100-n" / f"{w}-run1.csv.gz").exists()
     ),
+)
+
+# Gate captures of the MoE after the rule for kernels only some recorded runs launch: a fresh
+# start (h100-r, three runs) held back, against h100-m's three runs (the block as the families
+# build it, weights from torch.empty) and h100-q's (both builds, a start of its own).
+GATE_MOE_HELD_BACK = tuple(
+    Workload(
+        f"H100 gate family {w} vs h100-r (baseline {base})",
+        tuple(GATE / base / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+        tuple(p for i in (1, 2, 3) if (p := GATE / "h100-r" / f"{w}-run{i}.csv.gz").exists()),
+    )
+    for w, base in (("moe", "h100-m"), ("moe", "h100-q"), ("moe-init", "h100-q"))
+    if (GATE / "h100-r" / f"{w}-run1.csv.gz").exists()
+    and all((GATE / base / f"{w}-run{i}.csv.gz").exists() for i in (1, 2, 3))
 )
 
 
@@ -665,6 +700,11 @@ def main(argv: list[str] | None = None) -> int:
                 workloads=FAMILIES_HELD_BACK,
                 title=f"families, held back {FAMILIES_HELD_START} (evaluation only)",
             )
+            if FAMILIES_SECOND_HELD_BACK:
+                run(
+                    workloads=FAMILIES_SECOND_HELD_BACK,
+                    title="families, held back fam-g (moe-init) and fam-h200-b (evaluation only)",
+                )
         return 0 if ok else 1
     if args.gate:
         run(workloads=GATE_CORPUS, title="gate captures (tuning since the common factor)")
@@ -673,6 +713,11 @@ def main(argv: list[str] | None = None) -> int:
                 workloads=GATE_CLOCK_HELD_BACK,
                 title="gate captures with the clock, held back (evaluation only)",
             )
+            if GATE_MOE_HELD_BACK:
+                run(
+                    workloads=GATE_MOE_HELD_BACK,
+                    title="gate captures of the MoE, held back h100-r (evaluation only)",
+                )
         return 0
     if args.limits:
         limits()

@@ -143,6 +143,8 @@ def kernel_document(kernel: KernelBaseline) -> dict[str, Any]:
         entry["family"] = kernel.family
     if kernel.launches is not None:
         entry["launches"] = kernel.launches
+    if kernel.seen_in is not None:
+        entry["seen_in"] = {"runs": kernel.seen_in[0], "of": kernel.seen_in[1]}
     entry["metrics"] = {metric.name: metric_document(metric) for metric in kernel.metrics}
     if kernel.configurations:
         entry["configurations"] = [configuration_document(c) for c in kernel.configurations]

@@ -578,6 +578,17 @@ def parse_baseline(text: str, name: str) -> Baseline:
                 )
             except patterns.UnsafePattern as exc:
                 _add(problems, line_of, ["kernels", i, "match", "regex"], f"{regex!r} {exc}")
+        seen_in = kernel.get("seen_in")
+        if seen_in and seen_in["runs"] >= seen_in["of"]:
+            # A kernel every recorded run launched is required: a seen_in that says so would
+            # make a check skip it when absent.
+            _add(
+                problems,
+                line_of,
+                ["kernels", i, "seen_in"],
+                f"runs {seen_in['runs']} of {seen_in['of']}: seen_in is for a kernel fewer "
+                "than all recorded runs launched",
+            )
         for metric, entry in kernel["metrics"].items():
             _check_metric(metric, entry, ["kernels", i, "metrics", metric], problems, line_of)
     if problems:
@@ -681,6 +692,7 @@ def _build(data: Mapping[str, Any], path: str, line_of: Any = None) -> Baseline:
                     for c in kernel.get("configurations") or ()
                 ),
                 history=_history(kernel),
+                seen_in=(s["runs"], s["of"]) if (s := kernel.get("seen_in")) else None,
                 line=_line(line_of, ["kernels", i]),
             )
         )

@@ -143,6 +143,10 @@ class KernelBaseline:
     # the grid and block, gating only what does not depend on the configuration); one for a
     # Triton/Inductor kernel at one configuration (fully gated). Empty for any other kernel.
     configurations: tuple[LaunchConfig, ...] = ()
+    # (runs, of): only `runs` of the `of` recorded capture files launched it. The program's
+    # kernels varied between its recorded runs, so a check does not require it. None: every
+    # recorded file launched it.
+    seen_in: tuple[int, int] | None = None
     # The 1-based line of the kernel's entry in its file (None when not loaded from one):
     # annotations and JUnit point there. Where it was written, not what it is: not compared.
     line: int | None = field(default=None, compare=False)

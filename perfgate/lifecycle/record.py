@@ -268,6 +268,7 @@ def record_kernel(
     match = KernelMatch(name=key.name, grid=key.grid, block=key.block, nvtx=key.nvtx, work=key.work)
     runs = len({launch.source for launch in launches})
     per_run_launches = len(launches) / runs if runs else None
+    recorded = len(capture.paths)
     return KernelBaseline(
         kid,
         match,
@@ -277,7 +278,27 @@ def record_kernel(
         info=info,
         family=family.name if family else None,
         configurations=seen if tuned or _pins(group, seen) else (),
+        seen_in=(runs, recorded) if 0 < runs < recorded else None,
     ), skipped
+
+
+def varied_warning(kernels: Sequence[KernelBaseline], runs: int) -> str | None:
+    """The kernels only some recorded runs launched: the program's kernel set is not the same
+    from one run to the next, which the user should hear at record time, not when a later
+    check finds them absent (a check does not require them)."""
+    varied = [k for k in kernels if k.seen_in is not None]
+    if not varied:
+        return None
+    shown = ", ".join(f"{k.id} ({k.seen_in[0]} of {runs})" for k in varied[:4] if k.seen_in)
+    more = f" and {len(varied) - 4} more" if len(varied) > 4 else ""
+    return (
+        f"{len(varied)} kernel(s) were launched in only some of the {runs} runs: {shown}{more}. "
+        "The program's kernels differ between runs: data-dependent work (an MoE's routing, "
+        "a size read from the data) or memory it never initialised (a transformers module "
+        "built on its own, outside from_pretrained, keeps torch.empty weights). A check does "
+        "not require these kernels; make the program's work the same in every run to gate "
+        "them (docs/identity.md)"
+    )
 
 
 def capture_fingerprint(
@@ -382,6 +403,9 @@ def record(
             f"diagnosis side of {explained} of {len(groups)} kernel(s) from "
             f"{', '.join(Path(p).name for p in diagnosis.paths)} (never gated)"
         )
+    varied = varied_warning(kernels, runs)
+    if varied:
+        warnings.append(varied)
     if runs < 3:
         notes.append(
             f"recorded from {runs} capture{'s' if runs > 1 else ''}: noisy metrics keep the "

@@ -49,11 +49,41 @@ def _other_work(kernel: KernelBaseline, groups: Sequence[KernelGroup]) -> str:
     )
 
 
+def _not_required(
+    kernel: KernelBaseline, name: str, family: str | None, capture: Capture
+) -> KernelVerdict:
+    """A kernel only some recorded runs launched, absent here as it was from the others: the
+    capture agrees with the baseline's own runs, so it is skipped with that reason, never
+    missing (a kernel every recorded run launched is)."""
+    runs, of = kernel.seen_in or (0, 0)
+    message = (
+        f"not in the capture, as in {of - runs} of the baseline's {of} recorded runs (only "
+        f"{runs} launched it): the program's kernels vary between runs, so it is not required "
+        "(docs/identity.md)"
+    )
+    return KernelVerdict(
+        kernel=kernel.id,
+        name=name,
+        state=KernelState.SKIPPED,
+        launches=LaunchCount(
+            float(kernel.launches) if kernel.launches is not None else None,
+            tuple(0 for _ in capture.paths),
+        ),
+        captures=capture.paths,
+        message=message,
+        family=family,
+        nvtx=kernel.match.nvtx,
+        line=kernel.line,
+    )
+
+
 def missing_verdict(
     kernel: KernelBaseline, matching: Matching, ids: Mapping[KernelKey, str], capture: Capture
 ) -> KernelVerdict:
     name = kernel.name or kernel.match.name or kernel.id
     family = family_name(kernel, name)
+    if kernel.seen_in is not None and kernel.id not in matching.replaced_by:
+        return _not_required(kernel, name, family, capture)
     what = f"{family} kernel" if family else "kernel"
     message = f"this {what} is not in the capture (no launch matches {kernel.match.describe()})"
     related: tuple[str, ...] = ()

@@ -136,7 +136,11 @@ def _check(baseline: Baseline, capture: Capture, settings: CheckSettings) -> Che
         for group in matching.unclaimed:
             replaced = tuple(kid for kid, (gs, _) in matching.replaced_by.items() if group in gs)
             verdicts.append(new_verdict(group, ids[group.key], replaced, capture))
-    missing = [k for k, launches in zip(baseline.kernels, matched, strict=True) if not launches]
+    missing = [
+        k
+        for k, launches in zip(baseline.kernels, matched, strict=True)
+        if not launches and (k.seen_in is None or k.id in matching.replaced_by)
+    ]
     # With no baselined kernel left in the capture it may be another program's capture (the
     # notice says so): only a change of the whole program (its dtype, its math mode) is told.
     unchanged = len(missing) < len(baseline.kernels)

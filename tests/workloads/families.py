@@ -12,6 +12,9 @@
 
 Real changes (a workload name with a suffix), each one edit a user would make:
   moe-topk4                top-k 2 -> 4 (twice the tokens per expert)
+  moe-init                 the MoE block with its weights initialised (N(0, 0.02)): every
+                           expert gets tokens, the same ones in every process
+  moe-init-topk4           moe-init with top-k 2 -> 4
   train-step-forloop       AdamW fused=True -> foreach=False (one kernel chain per parameter)
   train-step-logging       host-only logging each step (benign)
   cub-int64                radix sort on int64 keys instead of int32
@@ -71,7 +74,11 @@ def _torch_sync(_: object) -> None:
     torch.cuda.synchronize()
 
 
-def moe(top_k: int = 2) -> None:
+def moe(top_k: int = 2, init: bool = False) -> None:
+    """`init`: the block's weights drawn from N(0, 0.02) after the seed. A MixtralSparseMoeBlock
+    built on its own (not through from_pretrained or a PreTrainedModel's post_init) keeps
+    parameters made with torch.empty: what the memory held decides the router's logits, so
+    which experts run (and so which kernels launch) can change from one process to the next."""
     import torch
 
     torch.manual_seed(0)
@@ -81,6 +88,14 @@ def moe(top_k: int = 2) -> None:
     cfg = MixtralConfig(hidden_size=512, intermediate_size=1024, num_local_experts=4,
                         num_experts_per_tok=top_k)
     block = MixtralSparseMoeBlock(cfg).to("cuda", torch.bfloat16).eval()
+    if init:
+        with torch.no_grad():
+            for p in block.parameters():
+                torch.nn.init.normal_(p, std=0.02)
+    if os.environ.get("PERFGATE_PROBE"):
+        for name, p in block.named_parameters():
+            print("param", name, tuple(p.shape), "abs mean", float(p.float().abs().mean()),
+                  "nonzero", int((p != 0).sum()), "finite", bool(torch.isfinite(p).all()))
     x = torch.randn(4, 128, 512, device="cuda", dtype=torch.bfloat16)
 
     def step() -> object:
@@ -278,6 +293,8 @@ def triton_sizes(out_fp32: bool = False) -> None:
 WORKLOADS: dict[str, Callable[[], None]] = {
     "moe": moe,
     "moe-topk4": lambda: moe(top_k=4),
+    "moe-init": lambda: moe(init=True),
+    "moe-init-topk4": lambda: moe(top_k=4, init=True),
     "train-step": train_step,
     "train-step-forloop": lambda: train_step(optimizer="forloop"),
     "train-step-logging": lambda: train_step(logging_=True),
