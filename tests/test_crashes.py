@@ -151,7 +151,7 @@ def test_a_subnormal_instruction_count_never_divides_into_infinity() -> None:
 
 def test_source_date_epoch_past_the_year_9999_is_a_usage_error() -> None:
     from perfgate.common.errors import ExitCode, UsageError
-    from perfgate.lifecycle.plan import now
+    from perfgate.lifecycle.stamps import now
 
     assert now({"SOURCE_DATE_EPOCH": "0"}) == "1970-01-01T00:00:00Z"
     for epoch in ("253402300800", "9" * 5000):

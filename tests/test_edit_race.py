@@ -19,7 +19,8 @@ from perfgate.common import fileio
 from perfgate.common.errors import UsageError
 from perfgate.ingest import read_captures
 from perfgate.lifecycle import edit
-from perfgate.lifecycle.plan import Stamp, plan_update
+from perfgate.lifecycle.plan import plan_update
+from perfgate.lifecycle.stamps import Stamp
 from tests.conftest import ROOT, data
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"

@@ -31,8 +31,9 @@ from perfgate.gate import (
 )
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.edit import dump, load
-from perfgate.lifecycle.plan import calibrated_bound, now, who
+from perfgate.lifecycle.ownership import calibrated_bound
 from perfgate.lifecycle.record import RecordSettings
+from perfgate.lifecycle.stamps import now, who
 from tests.conftest import ROOT, data
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"

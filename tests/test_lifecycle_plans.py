@@ -19,7 +19,9 @@ from perfgate.baseline.model import Baseline, MetricBaseline
 from perfgate.cli import main
 from perfgate.common.errors import UsageError
 from perfgate.ingest import read_capture
-from perfgate.lifecycle.plan import Action, plan_accept, plan_update, threshold_is_perfgates
+from perfgate.lifecycle.editplan import Action
+from perfgate.lifecycle.ownership import threshold_is_perfgates
+from perfgate.lifecycle.plan import plan_accept, plan_update
 from perfgate.metrics.thresholds import CategoricalOverride, Direction, ThresholdOverride
 from tests.conftest import ADD_2X, ROOT, cli_ok, run_args
 

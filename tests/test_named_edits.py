@@ -31,7 +31,8 @@ from perfgate.baseline.load import load_baseline
 from perfgate.baseline.model import Baseline, MetricBaseline
 from perfgate.cli import main
 from perfgate.judge.comparison import State, compare_metric, merged_bounds
-from perfgate.lifecycle.plan import PROGRAM_KEY, passing_range
+from perfgate.lifecycle.editplan import PROGRAM_KEY
+from perfgate.lifecycle.ratchet import passing_range
 from tests.conftest import ROOT, data, run_args
 
 ZOO = ROOT / "baselines" / "h100" / "zoo.yaml"

@@ -20,7 +20,8 @@ import yaml
 
 from perfgate.baseline.load import load_baseline
 from perfgate.lifecycle.calibrate import TIME_FLOOR_LONG
-from perfgate.lifecycle.plan import HISTORY_KEPT, calibrated_bound, threshold_is_perfgates
+from perfgate.lifecycle.editplan import HISTORY_KEPT
+from perfgate.lifecycle.ownership import calibrated_bound, threshold_is_perfgates
 from tests.conftest import ADD_2X, cli_ok, run_args
 
 METRIC = "total_time"

@@ -32,15 +32,9 @@ from perfgate.baseline.fingerprint import to_document as fingerprint_document
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.common.errors import BaselineError
 from perfgate.judge.comparison import merged_bounds
-from perfgate.lifecycle.plan import (
-    HISTORY_KEPT,
-    Action,
-    EditPlan,
-    KernelEdit,
-    Stamp,
-    history_entry,
-    threshold_is_perfgates,
-)
+from perfgate.lifecycle.editplan import HISTORY_KEPT, Action, EditPlan, KernelEdit, history_entry
+from perfgate.lifecycle.ownership import threshold_is_perfgates
+from perfgate.lifecycle.stamps import Stamp
 from perfgate.metrics.thresholds import Threshold
 
 _STR_TAG = "tag:yaml.org,2002:str"

@@ -21,7 +21,7 @@ from perfgate.baseline.fingerprint import Fingerprint
 from perfgate.baseline.model import Baseline, HistoryEntry, KernelBaseline, MetricBaseline
 from perfgate.common import patterns as user_patterns
 from perfgate.judge.comparison import State, compare_metric, merged_bounds
-from perfgate.lifecycle.plan import threshold_is_perfgates
+from perfgate.lifecycle.ownership import threshold_is_perfgates
 from perfgate.metrics.thresholds import CategoricalOverride, ThresholdOverride, describe_bound
 
 Value = float | str
