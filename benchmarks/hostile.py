@@ -77,21 +77,21 @@ def rows(workdir: Path, repeat: int) -> None:
     against the same scan without it, on a 2,000-launch `--set full` capture."""
     import scale
 
-    from perfgate.ingest import raw_csv
+    from perfgate.ingest import raw_scan
 
     path = workdir / "full-2000.csv"
     scale.make_capture(path, 2000, 8)
 
     def scan() -> None:
-        raw_csv._scan(lambda: path.open("rb"), str(path))
+        raw_scan.scan(lambda: path.open("rb"), str(path))
 
     with_check = min(timeit.repeat(scan, number=1, repeat=repeat))
-    counted = raw_csv._field_count
-    raw_csv._field_count = lambda raw, row, expected: expected  # type: ignore[assignment]
+    counted = raw_scan._field_count
+    raw_scan._field_count = lambda raw, row, expected: expected  # type: ignore[assignment]
     try:
         without = min(timeit.repeat(scan, number=1, repeat=repeat))
     finally:
-        raw_csv._field_count = counted
+        raw_scan._field_count = counted
     size = path.stat().st_size / 1e6
     print(
         f"\nscan of a 2,000-launch --set full capture ({size:.0f} MB): {with_check:.3f} s with "

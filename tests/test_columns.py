@@ -17,7 +17,7 @@ import pytest
 from perfgate.common.errors import CaptureError
 from perfgate.common.frozen import maker
 from perfgate.identity.grouping import group_launches
-from perfgate.ingest import MetricSelection, raw_csv, read_capture
+from perfgate.ingest import MetricSelection, raw_scan, read_capture
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
@@ -39,12 +39,12 @@ METRICS = [
 
 def _plain(path: Path, **kw: object) -> Capture:
     """The capture as pandas reads the file itself (no rows cut by the scan)."""
-    original = raw_csv._cut_fields
-    raw_csv._cut_fields = lambda header, wanted: None
+    original = raw_scan._cut_fields
+    raw_scan._cut_fields = lambda header, wanted: None
     try:
         return read_capture(path, **kw)  # type: ignore[arg-type]
     finally:
-        raw_csv._cut_fields = original
+        raw_scan._cut_fields = original
 
 
 def _same(a: Measured | Unavailable, b: Measured | Unavailable) -> bool:
@@ -146,7 +146,7 @@ def test_a_quote_inside_a_field_sends_the_file_to_pandas(tmp_path: Path) -> None
     text = path.read_text()
     text = text.replace("zoo_coalescing(", 'zoo_""coalescing(', 1)
     path.write_text(text, newline="")
-    layout = raw_csv._scan(
+    layout = raw_scan.scan(
         lambda: path.open("rb"), str(path), MetricSelection({"gpu__time_duration.sum"})
     )
     assert layout.cut is None and layout.rows == 2
@@ -156,7 +156,7 @@ def test_a_quote_inside_a_field_sends_the_file_to_pandas(tmp_path: Path) -> None
 
 def test_the_cut_holds_only_the_wanted_columns_and_the_identity(tmp_path: Path) -> None:
     path = _rows(tmp_path, "{row0}{row1}")
-    layout = raw_csv._scan(
+    layout = raw_scan.scan(
         lambda: path.open("rb"), str(path), MetricSelection({"gpu__time_duration.sum"})
     )
     assert layout.cut is not None

@@ -374,7 +374,7 @@ def test_a_gigabyte_line_in_a_megabyte_of_gzip_is_refused_in_bounded_memory(tmp_
 def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from perfgate.common.errors import CaptureError
     from perfgate.ingest import read_capture
-    from perfgate.ingest.raw_csv import MAX_BYTES_ENV
+    from perfgate.ingest.raw_limits import MAX_BYTES_ENV
 
     monkeypatch.setenv(MAX_BYTES_ENV, "50000")
     with pytest.raises(CaptureError, match="holds more than 50,000 bytes"):
@@ -386,7 +386,7 @@ def test_a_capture_over_the_byte_limit_is_refused(tmp_path: Path, monkeypatch: p
 def test_a_capture_over_the_launch_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from perfgate.common.errors import CaptureError
     from perfgate.ingest import read_capture
-    from perfgate.ingest.raw_csv import MAX_LAUNCHES_ENV
+    from perfgate.ingest.raw_limits import MAX_LAUNCHES_ENV
 
     monkeypatch.setenv(MAX_LAUNCHES_ENV, "26")
     with pytest.raises(CaptureError, match="holds more than 26 launches"):
@@ -599,7 +599,7 @@ def test_stall_reasons_from_a_baseline_cannot_leave_the_mermaid_fence() -> None:
 def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:
     """ncu's log lines are kept to find its errors and warnings; 10,000 of 16 MiB each would be
     160 GB, so each is cut to 4,096 characters."""
-    from perfgate.ingest.raw_csv import _scan
+    from perfgate.ingest.raw_scan import scan
 
     path = tmp_path / "log.csv"
     path.write_text(
@@ -609,7 +609,7 @@ def test_log_lines_around_the_csv_are_kept_short(tmp_path: Path) -> None:
         + "p" * 100_000
         + "\n"
     )
-    layout = _scan(lambda: path.open("rb"), str(path))
+    layout = scan(lambda: path.open("rb"), str(path))
     kept = layout.log_before + layout.log_after
     assert len(kept) >= 4 and all(len(line) <= 4096 for line in kept)
 
