@@ -25,8 +25,8 @@ from perfgate.identity.grouping import KernelGroup, group_launches
 from perfgate.ingest import read_capture
 from perfgate.ingest.launches import Capture, Launch, merge
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.policy import COMPARISON_TABLE, Meaning
-from perfgate.judge.states import KernelState, kernel_state
+from perfgate.judge.policy import COMPARISON_STATUS, Meaning, kernel_state
+from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.metrics.catalog import CATALOG, Role, lookup, role_of
 from perfgate.reports import json_report, text
@@ -118,7 +118,7 @@ def test_the_roles_are_the_issues_split() -> None:
 
 
 def test_noted_passes_in_the_policy_table() -> None:
-    assert COMPARISON_TABLE[State.NOTED] is Meaning.PASSES
+    assert COMPARISON_STATUS[State.NOTED].build is Meaning.PASSES
     noted = Comparison("k", "achieved_occupancy", State.NOTED)
     assert kernel_state([noted, Comparison("k", "duration", State.PASS)]) is KernelState.PASS
     assert kernel_state([noted, Comparison("k", "duration", State.IMPROVED)]) is (

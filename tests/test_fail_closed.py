@@ -24,7 +24,7 @@ from perfgate.ingest import read_captures
 from perfgate.ingest.gateset import looks_like_gate
 from perfgate.ingest.scope import ALL, declared
 from perfgate.judge.comparison import State
-from perfgate.judge.policy import TABLE, Meaning
+from perfgate.judge.policy import STATUS, Meaning
 from perfgate.judge.skips import TABLE as SKIPS
 from perfgate.judge.skips import WAIVABLE, Skip, parse_waivers
 from perfgate.judge.states import KernelState
@@ -241,7 +241,7 @@ def test_waivers_are_names_of_the_table() -> None:
     assert parse_waivers(["time-basis", " scope"]) == {Skip.TIME_BASIS, Skip.SCOPE}
     with pytest.raises(Exception, match="--waive"):
         parse_waivers(["time_basis"])
-    assert TABLE[KernelState.UNJUDGED] is Meaning.INPUT_ERROR
+    assert STATUS[KernelState.UNJUDGED].build is Meaning.INPUT_ERROR
     # The baseline file's `waive:` takes exactly these names (its schema lists them).
     schema = json.loads((ROOT / "schemas" / "baseline.schema.json").read_text())
     assert schema["properties"]["waive"]["items"]["enum"] == list(WAIVABLE)
@@ -249,7 +249,7 @@ def test_waivers_are_names_of_the_table() -> None:
 
 def test_unjudged_comparisons_make_the_kernel_unjudged_not_passed() -> None:
     from perfgate.judge.comparison import Comparison
-    from perfgate.judge.states import kernel_state
+    from perfgate.judge.policy import kernel_state
 
     judged = Comparison("k", "instructions", State.PASS)
     unjudged = Comparison("k", "duration", State.UNJUDGED, skip=Skip.TIME_BASIS)

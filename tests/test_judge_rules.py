@@ -25,9 +25,10 @@ from perfgate.ingest.launches import Capture, merge
 from perfgate.judge import rules
 from perfgate.judge.common_mode import CommonFactor
 from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.policy import kernel_state
 from perfgate.judge.rules import RULES, KernelFacts, Rule, judge
 from perfgate.judge.skips import Skip
-from perfgate.judge.states import KernelState, kernel_state
+from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
 from perfgate.metrics.columns import LaunchTable
 from perfgate.metrics.thresholds import ThresholdOverride

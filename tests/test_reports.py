@@ -27,7 +27,8 @@ from perfgate.causes.model import CauseKind, Evidence, RootCause
 from perfgate.common.schemas import load_schema
 from perfgate.ingest import read_capture
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.states import KernelState, kernel_state
+from perfgate.judge.policy import kernel_state
+from perfgate.judge.states import KernelState
 from perfgate.reports import github, json_report, junit, markdown, text
 from perfgate.reports.format import headline
 from perfgate.verdicts.check import check

@@ -1,5 +1,5 @@
-"""The state one kernel ends in, from its comparisons (what a state means for the build:
-perfgate.judge.policy).
+"""The states one kernel can end in. Which one it ends in, from its comparisons, and what each
+means for the build and every report: perfgate.judge.policy's status table.
 
 Like asv compare, every comparison ends in an explicit state and the exit code follows from the
 states alone."""
@@ -7,8 +7,6 @@ states alone."""
 from __future__ import annotations
 
 import enum
-
-from perfgate.judge.comparison import Comparison, State
 
 
 class KernelState(enum.Enum):
@@ -24,38 +22,3 @@ class KernelState(enum.Enum):
     UNJUDGED = "unjudged"
     SKIPPED = "skipped"  # nothing of it could be compared here (another architecture)
     ERROR = "error"  # the comparison itself failed (a label against a number, say)
-
-
-# The order reports list kernels in: what blocks a merge first.
-SEVERITY: tuple[KernelState, ...] = (
-    KernelState.ERROR,
-    KernelState.REGRESSED,
-    KernelState.UNJUDGED,
-    KernelState.MISSING,
-    KernelState.INCOMPLETE,
-    KernelState.IMPROVED,
-    KernelState.NEW,
-    KernelState.SKIPPED,
-    KernelState.PASS,
-)
-
-
-def kernel_state(comparisons: tuple[Comparison, ...] | list[Comparison]) -> KernelState:
-    """A NOTED comparison (evidence alone) counts as a pass: a kernel whose only non-pass
-    comparisons are noted passes."""
-    if all(c.state is State.PASS for c in comparisons):  # the common case, without hashing
-        return KernelState.PASS
-    states = {c.state for c in comparisons}
-    if State.ERROR in states:
-        return KernelState.ERROR
-    if State.REGRESSED in states:
-        return KernelState.REGRESSED
-    if State.UNJUDGED in states:
-        return KernelState.UNJUDGED
-    if State.MISSING_METRIC in states:
-        return KernelState.INCOMPLETE
-    if State.IMPROVED in states:
-        return KernelState.IMPROVED
-    if states and states <= {State.SKIPPED}:
-        return KernelState.SKIPPED
-    return KernelState.PASS

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from perfgate.judge.comparison import State
+from perfgate.judge.policy import comparison_word, verdict_word
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
-from perfgate.reports.format import KERNEL_VERDICT, VERDICT, change, value
+from perfgate.reports.format import change, value
 from perfgate.reports.markup import cell, code
 from perfgate.reports.summary import status_line
 from perfgate.verdicts.model import ProgramVerdict, Report
@@ -35,7 +36,14 @@ def _program_row(program: ProgramVerdict) -> Row | None:
     now = value(program.current, "ns")
     shift = f"{program.change:+.1%}" if program.change is not None else ""
     bound = f"+{program.bound:.1%}" if program.bound is not None else ""
-    return ("(program)", "gpu_time", f"{before} -> {now}", shift, bound, program.state.value)
+    return (
+        "(program)",
+        "gpu_time",
+        f"{before} -> {now}",
+        shift,
+        bound,
+        verdict_word(program.state),
+    )
 
 
 def rows(report: Report) -> list[Row]:
@@ -46,7 +54,7 @@ def rows(report: Report) -> list[Row]:
             out.append(row)
         for v in result.ordered():
             if v.state in _KERNEL_ROWS:
-                out.append((v.kernel, "(kernel)", "", "", "", KERNEL_VERDICT[v.state]))
+                out.append((v.kernel, "(kernel)", "", "", "", verdict_word(v.state)))
                 continue
             moved = sorted(
                 (c for c in v.comparisons if c.state in _ORDER),
@@ -59,7 +67,7 @@ def rows(report: Report) -> list[Row]:
                     f"{value(c.baseline, c.unit)} -> {value(c.current, c.unit)}",
                     change(c),
                     c.bound,
-                    VERDICT[c.state],
+                    comparison_word(c.state),
                 )
                 for c in moved
             )

@@ -10,15 +10,9 @@ from collections.abc import Mapping, Sequence
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import RootCause
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.policy import COMPARISON_WORDS, WORDS
+from perfgate.judge.policy import loud, verdict_word
 from perfgate.judge.states import KernelState
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
-
-# The words are judge.policy's, one table for every writer.
-VERDICT = COMPARISON_WORDS
-KERNEL_VERDICT = {state: verdict for state, (_, verdict) in WORDS.items()}
-_QUIET = {KernelState.PASS, KernelState.IMPROVED, KernelState.NEW, KernelState.SKIPPED}
-
 
 _SCALES = {
     "ns": ((1e9, "s"), (1e6, "ms"), (1e3, "us")),
@@ -192,11 +186,11 @@ def location(
 
 
 def kernel_lines(v: KernelVerdict, verbose: bool = False) -> list[str]:
-    label = KERNEL_VERDICT[v.state]
-    label = label if v.state in _QUIET else label.upper()
+    # The verdict and whether it shouts are judge.policy's status table's, as in every writer.
+    label = verdict_word(v.state).upper() if loud(v.state) else verdict_word(v.state)
     said = headline(v)
     lines = [f"  {label:<11} {v.kernel}" + (f": {said}" if said else "")]
-    if v.state in _QUIET and not verbose:
+    if not loud(v.state) and not verbose:
         return lines
     pad = " " * 14
     if v.matched_by in ("renamed", "reshaped", "reconfigured") and v.message:

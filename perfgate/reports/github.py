@@ -23,10 +23,10 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from perfgate.judge.policy import Meaning, meaning
+from perfgate.judge.policy import SEVERITY, Meaning, meaning, verdict_word
 from perfgate.judge.policy import failing as needs_attention
 from perfgate.judge.skips import describe
-from perfgate.judge.states import SEVERITY, KernelState
+from perfgate.judge.states import KernelState
 from perfgate.reports.format import change_cost, counted, headline, location
 from perfgate.reports.summary import program_text
 from perfgate.verdicts.model import KernelVerdict, ProgramVerdict, Report
@@ -47,7 +47,7 @@ def escape_property(text: str) -> str:
 
 
 def _worst_first(v: KernelVerdict) -> tuple[int, int]:
-    # What blocks a merge first (judge.states.SEVERITY), then the most failing metrics.
+    # What blocks a merge first (judge.policy.SEVERITY), then the most failing metrics.
     return SEVERITY.index(v.state), -len(v.failing)
 
 
@@ -74,7 +74,7 @@ def _problem(problem: str, files: Mapping[str, str]) -> str:
 
 
 def _program_title(program: ProgramVerdict | None) -> str:
-    return f"perfgate: program GPU time {program.state.value if program else ''}"
+    return f"perfgate: program GPU time {verdict_word(program.state) if program else ''}"
 
 
 def render(report: Report, files: Mapping[str, str] | None = None, level: Level = "error") -> str:
@@ -125,7 +125,7 @@ def render(report: Report, files: Mapping[str, str] | None = None, level: Level 
     room = max(MAX_ERRORS - len(lines), 0)
     for result, v in failing[:room]:
         file, line = location(result, v, files)
-        props = _properties(file, line, f"perfgate: {v.kernel} {v.state.value}")
+        props = _properties(file, line, f"perfgate: {v.kernel} {verdict_word(v.state)}")
         kind = "error" if meaning(v.state) is Meaning.INPUT_ERROR else level
         lines.append(f"::{kind} {props}::{escape_data(headline(v))}")
     rest = len(failing) - room

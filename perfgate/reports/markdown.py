@@ -24,11 +24,8 @@ from dataclasses import dataclass
 from perfgate.causes.changes import ChangeFinding
 from perfgate.causes.model import CauseKind
 from perfgate.judge.comparison import Comparison, State
-from perfgate.judge.policy import passes_quietly
-from perfgate.judge.states import KernelState
+from perfgate.judge.policy import STATUS, comparison_word, passes_quietly
 from perfgate.reports.format import (
-    KERNEL_VERDICT,
-    VERDICT,
     by_share,
     change,
     change_cost,
@@ -44,17 +41,6 @@ from perfgate.reports.summary import not_judged_lines, status_line
 from perfgate.reports.svg import BASELINE_COLOUR, CURRENT_COLOUR
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict, Report
 
-ICON = {
-    KernelState.PASS: "✅",
-    KernelState.IMPROVED: "🟢",
-    KernelState.REGRESSED: "❌",
-    KernelState.INCOMPLETE: "❌",
-    KernelState.MISSING: "❌",
-    KernelState.NEW: "🆕",
-    KernelState.SKIPPED: "⏭️",
-    KernelState.ERROR: "⚠️",
-    KernelState.UNJUDGED: "⛔",
-}
 PR_COMMENT_MARKER = "<!-- perfgate:pr-comment -->"
 STEP_SUMMARY_BUDGET = 1_000_000  # bytes; GitHub's limit is 1 MiB per step
 PR_COMMENT_BUDGET = 60_000  # characters; GitHub's limit is 65,536
@@ -81,12 +67,12 @@ def prose(text: str) -> str:
 
 
 def row(v: KernelVerdict) -> str:
-    verdict = f"{ICON[v.state]} {KERNEL_VERDICT[v.state]}"
+    verdict = f"{STATUS[v.state].icon} {STATUS[v.state].verdict}"
     return f"| {code(v.kernel)} | {verdict} | {prose(headline(v))} |\n"
 
 
 def metric_row(c: Comparison) -> str:
-    state = VERDICT[c.state]
+    state = comparison_word(c.state)
     if c.explained:
         state += f"<br><sub>{cell(c.explained)}</sub>"
     elif c.message:
@@ -282,8 +268,8 @@ def kernel_details(result: CheckResult, pictures: Pictures) -> list[str]:
         where = ", ".join(code(p) for p in v.captures)
         launches = launches_text(v)
         blocks.append(
-            f"<details><summary>{ICON[v.state]} {code(v.kernel)}: "
-            f"{cell(KERNEL_VERDICT[v.state])}</summary>\n\n"
+            f"<details><summary>{STATUS[v.state].icon} {code(v.kernel)}: "
+            f"{cell(STATUS[v.state].verdict)}</summary>\n\n"
             + f"{code(v.name)}\n\n"
             + (f"{cell(launches)}; captured in {where}\n\n" if launches else "")
             + _causes_section(v)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from perfgate.judge.policy import EXIT_WORDS, WORDS
+from perfgate.judge.policy import COUNTED, EXIT_WORDS, counted_word, verdict_word
 from perfgate.judge.skips import describe
 from perfgate.judge.states import KernelState
 from perfgate.reports.format import counted
 from perfgate.verdicts.model import NotJudged, ProgramVerdict, Report
-
-# The counts in the order the policy lists them: what blocks a merge first.
-_LABELS = tuple((state, count) for state, (count, _) in WORDS.items())
 
 
 def _us(ns: float) -> str:
@@ -31,7 +28,7 @@ def program_text(program: ProgramVerdict) -> str:
     before = _us(program.baseline) if program.baseline is not None else "?"
     return (
         f"program GPU time {before} -> {_us(program.current)} ({shown}{bound}"
-        f"{program.state.value}; new kernels {_us(program.new_time)}, missing "
+        f"{verdict_word(program.state)}; new kernels {_us(program.new_time)}, missing "
         f"{_us(program.missing_time)})"
     )
 
@@ -45,13 +42,14 @@ def status_line(report: Report) -> str:
             if len(report.problems) > 1
             else ""
         )
-        return f"perfgate check ERROR: could not check: {report.problems[0]}{more}"
+        verdict = EXIT_WORDS[report.exit_code].status_line
+        return f"perfgate check {verdict}: could not check: {report.problems[0]}{more}"
     counts = report.counts()
     parts = []
-    for state, label in _LABELS:
+    for state in COUNTED:
         if not counts[state]:
             continue
-        text = f"{counts[state]} {label}"
+        text = f"{counts[state]} {counted_word(state)}"
         if state is KernelState.REGRESSED:
             found = [
                 f"{n} {word}{'s' if n != 1 else ''}"

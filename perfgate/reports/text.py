@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from perfgate.judge.policy import passes_quietly
+from perfgate.judge.policy import COUNTED, counted_word, passes_quietly
 from perfgate.judge.states import KernelState
 from perfgate.reports.escape import log_text
 from perfgate.reports.format import change_lines, counted, kernel_lines, noted_count
@@ -14,8 +14,9 @@ from perfgate.verdicts.model import CheckResult, Report
 
 
 def _result_summary(result: CheckResult) -> str:
+    # In the status line's words and order (judge.policy's status table).
     counts = result.counts()
-    parts = [f"{n} {state.value}" for state, n in counts.items() if n]
+    parts = [f"{counts[state]} {counted_word(state)}" for state in COUNTED if counts[state]]
     return ", ".join(parts) or "nothing to compare"
 
 

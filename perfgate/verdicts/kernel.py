@@ -23,8 +23,9 @@ from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.judge import rules
 from perfgate.judge.common_mode import CommonFactor
 from perfgate.judge.comparison import Comparison, State, Value
+from perfgate.judge.policy import kernel_state
 from perfgate.judge.skips import Skip
-from perfgate.judge.states import KernelState, kernel_state
+from perfgate.judge.states import KernelState
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.columns import KernelRows
 from perfgate.metrics.measure import Measured, measure, rule_speedups

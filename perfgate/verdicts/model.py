@@ -18,13 +18,15 @@ from perfgate.common.errors import ExitCode
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.policy import (
     DEFAULT_POLICY,
+    SEVERITY,
     FailOn,
+    check_exit_code,
     comparison_fails,
     kernel_exit_code,
     worst_exit_code,
 )
 from perfgate.judge.skips import Skip
-from perfgate.judge.states import SEVERITY, KernelState
+from perfgate.judge.states import KernelState
 from perfgate.metrics.catalog import Role, role_of
 
 
@@ -223,19 +225,14 @@ class Report:
         return self.exit_code_under(DEFAULT_POLICY)
 
     def exit_code_under(self, policy: frozenset[FailOn]) -> ExitCode:
-        """The exit code under a `--fail-on` policy (perfgate.judge.policy's table). Unusable
-        input is never relaxed: the gate could not judge."""
-        if self.problems:
-            return ExitCode.INPUT_ERROR
-        gated = [v for r in self.results for v in r.verdicts if v.state is not KernelState.NEW]
-        if gated and all(v.state is KernelState.SKIPPED for v in gated):
-            # Nothing could be judged (captures from another architecture): never a pass.
-            return ExitCode.INPUT_ERROR
-        states = [v.state for v in self.verdicts]
-        # The whole program's time is one more judged state: slower beyond its bound fails
-        # like a regressed kernel, even when every kernel stays within its own bound.
-        states += [r.program.state for r in self.results if r.program is not None]
-        return worst_exit_code(kernel_exit_code(s, policy) for s in states)
+        """The exit code under a `--fail-on` policy, from perfgate.judge.policy's status
+        table: unusable input, or nothing judged, is never relaxed."""
+        return check_exit_code(
+            [v.state for v in self.verdicts],
+            [r.program.state for r in self.results if r.program is not None],
+            bool(self.problems),
+            policy,
+        )
 
     @property
     def verdicts(self) -> tuple[KernelVerdict, ...]:

@@ -13,8 +13,9 @@ from perfgate.identity.grouping import WORK_GAP, KernelGroup
 from perfgate.identity.matching import SPLIT
 from perfgate.ingest.launches import Launch
 from perfgate.judge.comparison import Comparison
+from perfgate.judge.policy import SEVERITY, kernel_state, verdict_word
 from perfgate.judge.skips import Skip
-from perfgate.judge.states import SEVERITY, KernelState, kernel_state
+from perfgate.judge.states import KernelState
 from perfgate.verdicts.kernel import Judging, judge_kernel, judged_state, per_configuration
 from perfgate.verdicts.metric import not_compared
 from perfgate.verdicts.model import KernelVerdict
@@ -83,7 +84,7 @@ def judge_split(
         f"its launches split into {len(classes)} work classes (instruction counts more than "
         f"{(WORK_GAP - 1) * 100:.0f}% apart) where the baseline recorded one; each is judged "
         f"against this entry, and the verdict is work class {group.key.work}'s "
-        f"({count} launch{'es' if count != 1 else ''}{work}): {judged.value}"
+        f"({count} launch{'es' if count != 1 else ''}{work}): {verdict_word(judged)}"
     )
     return replace(
         worst,
