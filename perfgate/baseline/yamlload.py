@@ -173,20 +173,38 @@ def load(text: str, path: str, max_depth: int) -> Parsed | None:
         parser.dispose()
 
 
-def _build(parser: Any, text: str, path: str, max_depth: int) -> Parsed | None:
+def _document_starts(parser: Any) -> bool:
+    """Past the stream's start and the document's: False for an empty stream, _Unsure where the
+    parser finds neither (a syntax error)."""
     get = parser.get_event
     try:
         get()  # the stream's start
         event = get()
         if isinstance(event, StreamEndEvent):
-            return Parsed(None, text, lines={})
+            return False
         if not isinstance(event, DocumentStartEvent):
             raise _Unsure
     except yaml.YAMLError:
         raise _Unsure from None
+    return True
+
+
+def _first_characters() -> frozenset[str]:
+    """The first characters of the texts an implicit resolver may claim. _Unsure where somebody
+    registered resolvers of their own: leave it to PyYAML."""
     first = frozenset(k for k in _RESOLVER.yaml_implicit_resolvers if k is not None)
     if None in _RESOLVER.yaml_implicit_resolvers or _RESOLVER.yaml_path_resolvers:
         raise _Unsure  # resolvers registered by someone else: leave it to PyYAML
+    return first
+
+
+def _build(parser: Any, text: str, path: str, max_depth: int) -> Parsed | None:
+    # The stream's and document's starts, and the resolvers, are checked apart from the loop
+    # over the events, which stays one function: it runs once per node of the document.
+    if not _document_starts(parser):
+        return Parsed(None, text, lines={})
+    first = _first_characters()
+    get = parser.get_event
     cache: dict[str, Any] = {}
     lines: dict[int, Position] = {}
     # The open collections, innermost last; for a map, the key waiting for its value.
