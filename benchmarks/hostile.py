@@ -1,7 +1,7 @@
 """What the defences against hostile input cost on ordinary input, and how the wide-capture
 path scales (docs/limits.md).
 
-- the YAML nesting guard (perfgate.baseline.load._check_nesting) against the whole load of a
+- the YAML nesting guard (perfgate.baseline.nesting.check_nesting) against the whole load of a
   1,000-kernel baseline recorded by benchmarks/scale.py, and against the guard it replaced
   (a Python loop over every character and every line), in one process, best of --repeat;
 - the scan of a capture with and without its per-row field count;
@@ -57,11 +57,12 @@ def guard(workdir: Path, repeat: int) -> None:
     import scale
 
     from perfgate.baseline import load as baseline
+    from perfgate.baseline.nesting import check_nesting
 
     path = workdir / "b1000.yaml"
     scale.make_baseline(path, 1000, workdir, 2000)
     text = path.read_text()
-    new = min(timeit.repeat(lambda: baseline._check_nesting(text, "x"), number=5, repeat=repeat))
+    new = min(timeit.repeat(lambda: check_nesting(text, "x"), number=5, repeat=repeat))
     old = min(timeit.repeat(lambda: _old_guard(text), number=1, repeat=repeat))
     load = min(timeit.repeat(lambda: baseline.load_baseline(path), number=1, repeat=repeat))
     new /= 5

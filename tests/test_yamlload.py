@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from perfgate.baseline import yamlload
-from perfgate.baseline.load import _line_finder, load_baseline
+from perfgate.baseline.load import load_baseline
+from perfgate.baseline.yamlnodes import line_finder
 from perfgate.common.errors import BaselineError
 from tests.conftest import ROOT
 
@@ -116,8 +117,8 @@ def test_lines_are_the_node_based_finders_answers() -> None:
     text = (ROOT / "baselines" / "h100" / "zoo.yaml").read_text()
     parsed = yamlload.load(text, "zoo.yaml", 64)
     assert parsed is not None
-    by_node = _line_finder(yaml.compose(text, Loader=yaml.SafeLoader))
-    fast = parsed.line_finder(_line_finder)
+    by_node = line_finder(yaml.compose(text, Loader=yaml.SafeLoader))
+    fast = parsed.line_finder(line_finder)
     paths: list[list[str | int]] = [[], ["kernels"], ["kernels", 3], ["kernels", 99], ["nope"]]
     paths += [["kernels", 2, "metrics"], ["kernels", 2, "match", "grid"], ["kernels", "x"]]
     paths += [["kernels", 1, "metrics", "duration", "value"], ["format_version"]]

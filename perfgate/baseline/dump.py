@@ -8,7 +8,6 @@ from typing import Any
 import yaml
 
 from perfgate.baseline.fingerprint import to_document as fingerprint_document
-from perfgate.baseline.load import CATEGORICAL_KEYS
 from perfgate.baseline.model import (
     FORMAT_VERSION,
     Baseline,
@@ -19,6 +18,7 @@ from perfgate.baseline.model import (
     MetricBaseline,
     ProgramBaseline,
 )
+from perfgate.baseline.validate import CATEGORICAL_KEYS
 from perfgate.common.schemas import SCHEMA_COMMENT
 from perfgate.metrics.thresholds import CategoricalOverride, ThresholdOverride
 
