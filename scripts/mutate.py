@@ -63,8 +63,8 @@ _FASTCHECK = ("tests/test_fastcheck.py",)
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/judge/outcome.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
-    "perfgate/judge/states.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/judge/comparison.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
+    # The status table and kernel_state (judge/states.py holds only the enum).
     "perfgate/judge/policy.py": ("tests/test_policy.py", *_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/identity/matching.py": (
         "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",
@@ -75,9 +75,12 @@ MODULES: dict[str, tuple[str, ...]] = {
                                       *_NEW_MATCH, "tests/test_family_identity.py", *_NEW_33),
     "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE,
                                         *_NEW_33, "tests/test_family_noise.py"),
-    "perfgate/lifecycle/plan.py": (
-        "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
-    ),
+    **{
+        f"perfgate/lifecycle/{m}.py": (
+            "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
+        )
+        for m in ("plan", "ratchet", "editplan", "ownership", "fresh")
+    },
     # Issue 21: the whole-program gate and autotuned launch configurations.
     "perfgate/verdicts/program.py": (
         "tests/test_program_rules.py", "tests/test_program_time.py", "tests/test_real_changes.py",
@@ -112,8 +115,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/lifecycle/record.py": (
         *_NEW_33, *_NEW_CALIBRATION, "tests/test_calibrate.py", "tests/test_family_noise.py",
     ),
-    "perfgate/causes/changes.py": (*_NEW_33, "tests/test_changes.py", *_FAMILIES),
-    "perfgate/causes/rules.py": (*_NEW_33, "tests/test_causes.py", *_FAMILIES),
+    **{
+        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/test_changes.py", *_FAMILIES)
+        for m in ("changes", "changes_model", "changes_names", "changes_types",
+                  "changes_paths", "changes_picks", "changes_work")
+    },
+    **{
+        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/test_causes.py", *_FAMILIES)
+        for m in ("rules_memory", "rules_occupancy", "rules_execution", "rules_work",
+                  "rules_stalls", "rules_ncu", "rootcause")
+    },
     "perfgate/identity/grouping.py": (
         *_NEW_33, "tests/test_work_classes.py", "tests/test_family_identity.py",
     ),
@@ -179,14 +190,19 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
             "time_floor",  # its table moved to perfgate/metrics/timefloors.py (issue34)
         }),
         "perfgate/lifecycle/record.py": frozenset({"_metric_baseline", "record_kernel"}),
-        "perfgate/causes/changes.py": frozenset({
-            "dtype_rule", "_operator_dtype", "element_type_rule", "_types", "bare",
-            "_optimizer", "optimizer_rule", "work_ratios", "_moved", "_grew", "_common_factor",
-            "scaled_work_rule", "_repeated_gemm", "recomputation_rule",
+        "perfgate/causes/changes_types.py": frozenset(
+            {"dtype_rule", "_operator_dtype", "element_type_rule", "_types", "bare"}
+        ),
+        "perfgate/causes/changes_paths.py": frozenset({"_optimizer", "optimizer_rule"}),
+        "perfgate/causes/changes_model.py": frozenset({"work_ratios"}),
+        "perfgate/causes/changes_work.py": frozenset({
+            "_moved", "_grew", "_common_factor", "scaled_work_rule", "_repeated_gemm",
+            "recomputation_rule",
         }),
-        # more_work and vectorized_access only gained a `_stored_wider(...)` test, which
+        # more_work and vectorized_access only gained a `stored_wider(...)` test, which
         # these functions' mutants reach through them: their older rules are not mutated.
-        "perfgate/causes/rules.py": frozenset({"_stored_wider", "wider_stores", "more_work"}),
+        "perfgate/causes/rules_memory.py": frozenset({"stored_wider", "wider_stores"}),
+        "perfgate/causes/rules_work.py": frozenset({"more_work"}),
         "perfgate/identity/configs.py": frozenset({
             "traffic", "median_traffic", "problem_sizes", "sized_groups", "with_traffic",
             "recorded_traffic", "merge_tuned",

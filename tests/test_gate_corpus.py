@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -246,8 +247,6 @@ def test_kernels_only_some_baseline_runs_launched_are_not_required() -> None:
     without = detection._read(w.other_start_runs[0])
     gone = [la for la in without.launches if la.name != required.match.name]
     assert len(gone) < len(without.launches)
-    from dataclasses import replace as _replace
-
-    result = detection.check(baseline, _replace(without, launches=tuple(gone)))
+    result = detection.check(baseline, replace(without, launches=tuple(gone)))
     states = {v.kernel: v.state for v in result.verdicts}
     assert states[required.id] is KernelState.MISSING and int(result.exit_code) == 1
