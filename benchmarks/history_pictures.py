@@ -28,16 +28,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.gate import (  # noqa: E402
-    CheckCommand,
-    CheckRequest,
-    GitHubEnvironment,
-    ReportPaths,
-    run_check_command,
-    run_history_html,
-)
 from perfgate.history.store import open_store  # noqa: E402
 from perfgate.judge.policy import parse_fail_on  # noqa: E402
+from perfgate.usecases.check import CheckRequest  # noqa: E402
+from perfgate.usecases.check_command import (  # noqa: E402
+    CheckCommand,
+    ReportPaths,
+    run_check_command,
+)
+from perfgate.usecases.history import run_history_html  # noqa: E402
+from perfgate.usecases.outputs import GitHubEnvironment  # noqa: E402
 from tests import history_corpus  # noqa: E402
 
 

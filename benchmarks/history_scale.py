@@ -40,7 +40,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfgate.gate import CheckRequest, run_check  # noqa: E402
 from perfgate.history.model import (  # noqa: E402
     KernelRecord,
     MetricRecord,
@@ -52,6 +51,7 @@ from perfgate.history.model import (  # noqa: E402
 from perfgate.history.queries import series  # noqa: E402
 from perfgate.history.records import from_report  # noqa: E402
 from perfgate.history.store import open_store  # noqa: E402
+from perfgate.usecases.check import CheckRequest, run_check  # noqa: E402
 
 BASELINE = ROOT / "baselines" / "h100" / "zoo.yaml"
 CAPTURE = ROOT / "tests" / "data" / "h100" / "zoo-bad-short-run1.csv"

@@ -24,7 +24,7 @@ REQUIRED = (
     "CHANGELOG.md",
     "LICENSE",
     "perfgate/__init__.py",
-    "perfgate/cli.py",
+    "perfgate/cli/__init__.py",
     "perfgate/py.typed",
 )
 REQUIRED_FOLDERS = ("schemas", "docs", "baselines")

@@ -156,7 +156,7 @@ def fail(env: Mapping[str, str], message: str, code: int, title: str = "perfgate
 def _write_problem(env: Mapping[str, str], message: str, code: int) -> None:
     from perfgate.common.errors import ExitCode, PerfgateError
     from perfgate.common.fileio import check_outputs
-    from perfgate.gate import ReportOutputs, write_reports, write_step_outputs
+    from perfgate.usecases.outputs import ReportOutputs, write_reports, write_step_outputs
     from perfgate.verdicts.model import Report
 
     # Never a report over one of the inputs (perfgate check refuses those too).

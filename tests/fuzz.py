@@ -129,8 +129,8 @@ def _run_yaml(seed: int) -> tuple[str, Callable[[Path], None], str]:
 
 
 def _run_csv(seed: int) -> tuple[str, Callable[[Path], None], str]:
-    from perfgate.gate import CheckRequest, run_check
     from perfgate.reports import REPORTERS
+    from perfgate.usecases.check import CheckRequest, run_check
 
     lines = CAPTURE.read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "Kernel Name" in line)

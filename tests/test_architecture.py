@@ -35,8 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("verdicts",),
     ("lifecycle",),
     ("reports", "ncu", "history"),  # history: run records kept on a database
-    ("gate",),
-    ("premerge",),  # a use case over gate's capture and check (perfgate pre-merge)
+    ("usecases",),  # one use case per command: a request in, a result out (no click)
     ("cli",),
     ("__main__",),
 )
@@ -106,7 +105,7 @@ def _internal_target(i: Import) -> str | None:
 
 
 def _stage(module: str) -> str:
-    """perfgate.reports.text -> reports; perfgate.gate -> gate; perfgate -> ''."""
+    """perfgate.reports.text -> reports; perfgate.usecases.check -> usecases; perfgate -> ''."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -276,8 +275,8 @@ def _fake(module: str, source: str) -> list[Import]:
         ),
         (
             "perfgate.reports.text",
-            "from perfgate import gate\n",
-            "perfgate.reports.text:1: from perfgate import gate: reports imports gate, "
+            "from perfgate import usecases\n",
+            "perfgate.reports.text:1: from perfgate import usecases: reports imports usecases, "
             "a higher layer",
         ),
         (
@@ -302,9 +301,10 @@ def test_a_formatter_importing_another_is_named() -> None:
 
 
 def test_a_private_import_is_named() -> None:
-    fake = _fake("perfgate.gate", "from perfgate.judge.states import KernelState, _never")
+    fake = _fake("perfgate.usecases.check", "from perfgate.judge.states import KernelState, _never")
     assert private_violations(fake) == [
-        "perfgate.gate:1: from perfgate.judge.states import _never: _never is private to its module"
+        "perfgate.usecases.check:1: from perfgate.judge.states import _never: "
+        "_never is private to its module"
     ]
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from perfgate.baseline.load import load_baseline
-from perfgate.gate import ReportOutputs, write_reports
 from perfgate.ingest import read_capture
 from perfgate.reports import markdown
 from perfgate.reports.markdown import _mermaid
 from perfgate.reports.svg import stall_chart
+from perfgate.usecases.outputs import ReportOutputs, write_reports
 from perfgate.verdicts.check import check
 from perfgate.verdicts.model import Report
 from tests.conftest import ROOT, data

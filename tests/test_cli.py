@@ -225,12 +225,12 @@ def test_version_and_help_are_fast_and_do_not_import_pandas() -> None:
 def test_internal_errors_exit_3_without_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    import perfgate.gate
+    import perfgate.usecases.check_command
 
     def boom(request: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(perfgate.gate, "run_check", boom)
+    monkeypatch.setattr(perfgate.usecases.check_command, "run_check", boom)
     result = CliRunner().invoke(
         cli.main, ["check", "-b", ZOO, "-c", str(data("zoo-good-short-run1.csv"))]
     )

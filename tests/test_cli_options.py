@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.cli import _hoist_global_options
+from perfgate.cli.parsing import hoist_global_options
 from perfgate.metrics.catalog import role_of
 from perfgate.reports.colour import paint, use_colour
 from perfgate.reports.format import counted
@@ -43,10 +43,10 @@ def test_debug_works_after_the_subcommand_too() -> None:
 
 def test_global_options_after_a_lone_dashdash_belong_to_the_program() -> None:
     args = ["capture", "-q", "--color", "never", "--", "./app", "--debug", "-q"]
-    assert _hoist_global_options(args) == [
+    assert hoist_global_options(args) == [
         "-q", "--color", "never", "capture", "--", "./app", "--debug", "-q",
     ]  # fmt: skip
-    assert _hoist_global_options(["check", "--color=always", "-b", "x"]) == [
+    assert hoist_global_options(["check", "--color=always", "-b", "x"]) == [
         "--color=always", "check", "-b", "x",
     ]  # fmt: skip
 

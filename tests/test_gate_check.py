@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgate.common.errors import ExitCode
-from perfgate.gate import ReportOutputs, policy_note, without_output
 from perfgate.judge.policy import FailOn
+from perfgate.usecases.check_command import policy_note
+from perfgate.usecases.outputs import ReportOutputs, without_output
 from perfgate.verdicts.model import Report
 
 

@@ -16,11 +16,12 @@ import pytest
 import xmlschema
 
 from perfgate.baseline.load import load_baseline
-from perfgate.gate import policy_exit_code, repository_paths
 from perfgate.ingest import read_capture
 from perfgate.judge.policy import FailOn, parse_fail_on
 from perfgate.judge.states import KernelState
 from perfgate.reports import github, junit
+from perfgate.usecases.check_command import policy_exit_code
+from perfgate.usecases.outputs import repository_paths
 from perfgate.verdicts.check import check
 from perfgate.verdicts.model import Report
 from tests.conftest import ROOT, data

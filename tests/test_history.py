@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from perfgate.cli import main
-from perfgate.gate import CheckRequest, run_check
 from perfgate.history import sql
 from perfgate.history.model import RunContext, RunRecord
 from perfgate.history.queries import series
@@ -23,6 +22,7 @@ from perfgate.history.records import from_json, from_report
 from perfgate.history.render import sparkline
 from perfgate.history.store import HistoryError, SqliteStore
 from perfgate.reports.json_report import to_dict
+from perfgate.usecases.check import CheckRequest, run_check
 from tests.conftest import ROOT
 from tests.writers import exit_codes
 

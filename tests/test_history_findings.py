@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from perfgate.cli import main
-from perfgate.gate import CheckRequest, run_check
 from perfgate.history import sql
 from perfgate.history.model import KernelRecord, RunContext, RunRecord
 from perfgate.history.queries import series
 from perfgate.history.records import from_json, from_report
 from perfgate.history.store import HistoryError, SqliteStore
 from perfgate.judge.states import KernelState
+from perfgate.usecases.check import CheckRequest, run_check
 from perfgate.verdicts.model import Report
 from tests.conftest import ROOT
 

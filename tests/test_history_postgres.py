@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 
 from perfgate.cli import main
-from perfgate.gate import CheckRequest, run_check
 from perfgate.history import sql
 from perfgate.history.model import RunContext, RunRecord
 from perfgate.history.postgres import PostgresStore, redacted
 from perfgate.history.queries import series
 from perfgate.history.records import from_report
 from perfgate.history.store import HistoryError, SqliteStore, open_store
+from perfgate.usecases.check import CheckRequest, run_check
 from tests.conftest import ROOT
 from tests.pg_server import pg_server, pg_url  # noqa: F401 (fixtures)
 from tests.test_history_findings import v1_statements, without_findings

@@ -269,7 +269,8 @@ def test_two_reports_onto_one_file_are_refused(tmp_path: Path) -> None:
 
 
 def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from perfgate import cli, gate
+    from perfgate import cli
+    from perfgate.usecases import check_command
 
     paths = {name: tmp_path / f"r.{name}" for name in ("junit", "json", "markdown")}
     for p in paths.values():
@@ -278,7 +279,7 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
     def boom(request: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(gate, "run_check", boom)
+    monkeypatch.setattr(check_command, "run_check", boom)
     args = ["check", "-b", str(ZOO), "-c", str(CAPTURE)]
     for name, p in paths.items():
         args += [f"--{name}", str(p)]
@@ -306,17 +307,18 @@ def test_an_internal_error_leaves_no_stale_report(tmp_path: Path, monkeypatch: p
 def test_a_report_that_cannot_be_written_leaves_no_stale_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The check passes but one report file cannot be written (disk full, say): exit 2, and
     neither an earlier run's report nor this run's "passed" is left beside the error."""
-    from perfgate import cli, gate
+    from perfgate import cli
+    from perfgate.usecases import outputs
 
     paths = {name: tmp_path / f"r.{name}" for name in ("junit", "json", "markdown")}
-    real = gate.write_text_atomic
+    real = outputs.write_text_atomic
 
     def full_disk(path: object, text: str) -> None:
         if str(path) == str(paths["junit"]):
             raise UsageError("cannot write: No space left on device", str(path))
         real(path, text)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gate, "write_text_atomic", full_disk)
+    monkeypatch.setattr(outputs, "write_text_atomic", full_disk)
     args = ["check", "-b", str(ZOO), "-c", str(CAPTURE)]
     for name, p in paths.items():
         args += [f"--{name}", str(p)]
@@ -685,12 +687,12 @@ def test_check_reports_escape_a_hostile_kernel_name_in_text_markdown_and_junit(
 
 def test_every_console_line_goes_through_the_one_escaping_helper() -> None:
     """click.echo, print and writes to a stream in perfgate/ all go through
-    perfgate.common.escape (cli's `_say`) or write a reporter's document (cli's `_show`)."""
+    perfgate.common.escape (cli.console's `say`) or write a reporter's document (its `show`)."""
     allowed = {
         # the one line-escaping helper, and the documents reporters escaped line by line
-        ("cli.py", "click.echo(log_line(line), err=err)"),
-        ("cli.py", "click.echo(document, nl=False, err=err, color=colour)"),
-        ("cli.py", 'sys.stderr.write(log_line(str(exc.code)) + "\\n")'),
+        ("cli/console.py", "click.echo(log_line(line), err=err)"),
+        ("cli/console.py", "click.echo(document, nl=False, err=err, color=colour)"),
+        ("cli/main.py", 'sys.stderr.write(log_line(str(exc.code)) + "\\n")'),
         ("ncu/runner.py", 'self.stream.write("\\r" + text[:150].ljust(len(self.shown)))'),
         ("ncu/runner.py", 'self.stream.write(text + "\\n")'),  # text = log_line(...)
         ("ncu/runner.py", 'self.stream.write("\\n")'),

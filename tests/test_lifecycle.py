@@ -19,21 +19,14 @@ import pytest
 
 from perfgate.baseline.load import load_baseline
 from perfgate.common.errors import UsageError
-from perfgate.gate import (
-    CheckRequest,
-    EditRequest,
-    RecordRequest,
-    run_accept,
-    run_check,
-    run_diff,
-    run_record,
-    run_update,
-)
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.edit import dump, load
 from perfgate.lifecycle.ownership import calibrated_bound
 from perfgate.lifecycle.record import RecordSettings
 from perfgate.lifecycle.stamps import now, who
+from perfgate.usecases.check import CheckRequest, run_check
+from perfgate.usecases.edit import EditRequest, run_accept, run_diff, run_update
+from perfgate.usecases.record import RecordRequest, run_record
 from tests.conftest import ROOT, data
 
 H200 = ROOT / "tests" / "data" / "h200" / "real"

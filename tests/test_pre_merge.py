@@ -92,7 +92,8 @@ def test_pre_merge_gates_a_capture_already_made(tmp_path: Path) -> None:
 
 def test_pre_merge_ships_in_the_package_and_the_docs_name_it() -> None:
     assert isinstance(main.commands.get("pre-merge"), click.Command)
-    assert (ROOT / "perfgate" / "premerge.py").exists()  # in the wheel: packages = ["perfgate"]
+    premerge = ROOT / "perfgate" / "usecases" / "premerge.py"
+    assert premerge.exists()  # in the wheel: packages = ["perfgate"]
     ci = (ROOT / "docs" / "ci.md").read_text()
     assert "perfgate pre-merge" in ci and "scripts/pre-merge.sh" not in ci
     # The script a clone may still call forwards to it.

@@ -271,7 +271,7 @@ def test_markdown_renders_a_cause_with_its_lever_evidence_and_consequences() -> 
 def test_markdown_file_references_svg_pictures_written_beside_it(
     tmp_path: Path, zoo_report: Report
 ) -> None:
-    from perfgate.gate import ReportOutputs, write_reports
+    from perfgate.usecases.outputs import ReportOutputs, write_reports
 
     target = tmp_path / "summary.md"
     write_reports(zoo_report, ReportOutputs(markdown=str(target)))

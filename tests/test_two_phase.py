@@ -22,7 +22,6 @@ import pytest
 from perfgate.baseline.fingerprint import OTHER_BASIS, Fingerprint, differences
 from perfgate.baseline.load import load_baseline
 from perfgate.baseline.model import Baseline
-from perfgate.gate import CheckRequest, diagnosis_output, run_check
 from perfgate.identity.grouping import KernelKey, group_launches
 from perfgate.ingest import read_captures
 from perfgate.judge.comparison import Comparison, State
@@ -38,6 +37,8 @@ from perfgate.metrics.passes import (
     in_gate_set,
 )
 from perfgate.ncu.command import CaptureOptions, build_plan
+from perfgate.usecases.capture import diagnosis_output
+from perfgate.usecases.check import CheckRequest, run_check
 from perfgate.verdicts.check import CAPTURE_TYPE_METRICS, OTHER_CAPTURE_TYPE, check
 from perfgate.verdicts.model import CheckResult, Report
 from tests.conftest import ROOT
@@ -788,7 +789,7 @@ def test_each_real_change_keeps_its_first_finding_through_the_two_phases(
     # Each fails; exit 2 where a gate is not judged besides (an Inductor kernel relaunched at
     # a grid its baseline never saw: docs/check.md "Not judged"), the same on both routes.
     assert int(gated.exit_code) == int(full.exit_code) in (1, 2)
-    # The kernels `perfgate capture --phases auto` takes a diagnosis capture of (gate.py).
+    # The kernels `perfgate capture --phases auto` takes a diagnosis capture of (usecases/capture.py).
     failing = [v.name for v in gated.verdicts if v.state in DIAGNOSED and v.name]
     merged = gated
     if failing:

@@ -5,24 +5,25 @@ over the two that `capture` and `check` run; it adds only where the files go."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.common.errors import CaptureError, UsageError
-from perfgate.gate import (
-    CheckCommand,
-    CheckOutcome,
-    CheckRequest,
-    GitHubEnvironment,
-    PhasedCapture,
-    ReportPaths,
-    run_capture_phases,
-    run_check_command,
-)
 from perfgate.judge.policy import parse_fail_on
 from perfgate.judge.skips import Skip
 from perfgate.ncu.command import CaptureOptions
+from perfgate.usecases.capture import PhasedCapture, capture_lines, run_capture_phases
+from perfgate.usecases.check import CheckRequest
+from perfgate.usecases.check_command import (
+    CheckCommand,
+    CheckOutcome,
+    ReportPaths,
+    run_check_command,
+)
+from perfgate.usecases.choices import Phases
+from perfgate.usecases.console import Document, Line, Outcome, Said
+from perfgate.usecases.outputs import GitHubEnvironment
 
 CAPTURE = "capture.csv"
 REPORTS = ReportPaths(junit="junit.xml", markdown="summary.md", json="result.json")
@@ -34,9 +35,9 @@ class PreMergeRequest:
     program: tuple[str, ...] = ()  # the program to capture (with its arguments)
     captures: tuple[str, ...] = ()  # or captures already made, gated as they are
     out: str = "perfgate-report"  # the folder of the capture and the reports
-    warn_only: bool = False  # report everything, exit 0 when the gate fails
+    warn_only: bool = False  # report everything, exit 0 when the check fails
     ncu: str = "ncu"
-    phases: str = "auto"  # perfgate capture --phases
+    phases: Phases = Phases.AUTO  # perfgate capture --phases
     waived: frozenset[Skip] = frozenset()
 
 
@@ -63,12 +64,13 @@ def run_pre_merge(
     *,
     quiet: bool = False,
     colour: bool = False,
-    captured: Callable[[PhasedCapture], None] | None = None,
+    captured: Callable[[Sequence[Said]], None] | None = None,
 ) -> PreMergeResult:
     """Capture (unless captures are given), then check with every report written to
-    `request.out`. `captured` hears of the capture before the check runs (the CLI says where
-    it went). A capture that fails, or comes back without a gated metric, stops here (exit 2),
-    as `perfgate capture` does; the check exits as `perfgate check` does."""
+    `request.out`. `captured` is given what to say of the capture before the check runs
+    (where it went, on stderr). A capture that fails, or comes back without a gated metric,
+    stops here (exit 2), as `perfgate capture` does; the check exits as `perfgate check`
+    does."""
     if bool(request.program) == bool(request.captures):
         raise UsageError(
             "give a program to capture after -- (perfgate pre-merge -b BASELINE -- ./bench), "
@@ -94,7 +96,7 @@ def run_pre_merge(
         )
         phased = run_capture_phases(options, request.phases)
         if captured is not None:
-            captured(phased)
+            captured(capture_lines(phased, err=True))
         if phased.first.absent:
             raise CaptureError(
                 f"{len(phased.first.absent)} gated metric(s) came back absent (see the warnings "
@@ -111,3 +113,13 @@ def run_pre_merge(
         colour=colour,
     )
     return PreMergeResult(phased, run_check_command(command, gh, stderr), reports)
+
+
+def pre_merge_outcome(result: PreMergeResult, out: str, colour: bool) -> Outcome:
+    """The check's report on stdout, the rest on stderr, and the check's exit code."""
+    said: list[Said] = [Document(result.check.stdout, colour=colour)]
+    if result.check.policy_note:
+        said.append(Line(result.check.policy_note, err=True))
+    r = result.reports
+    said.append(Line(f"pre-merge: reports in {out} ({r.markdown}, {r.junit}, {r.json})", err=True))
+    return Outcome(tuple(said), result.check.exit_code)
