@@ -379,10 +379,42 @@ LONG_NS = 20_000.0  # issue 21: +5% duration must be caught from 20 us (docs/noi
 BYTES_MIN = float(4 << 20)
 
 
+class RunSet(tuple):  # type: ignore[type-arg]
+    """Several runs of one machine start checked together, as `perfgate check -c RUN1 -c RUN2`
+    does (a duration is the fastest launch of them all)."""
+
+    @property
+    def name(self) -> str:
+        return "+".join(p.name for p in self)
+
+
 @functools.cache
-def _read(path: Path) -> Capture:
+def _read(path: Path | RunSet) -> Capture:
     # As `perfgate check` reads it: a gate capture's sidecar makes it one (time basis).
-    return read_captures([str(path)])
+    return read_captures([str(p) for p in (path if isinstance(path, RunSet) else (path,))])
+
+
+def two_run_checks(workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
+    """The same workloads where a start has two runs or more: its first two checked together,
+    in one check per start, instead of one check per run."""
+    out = []
+    for w in workloads:
+        by_start: dict[str, list[Path]] = {}
+        for p in w.other_start_runs:
+            by_start.setdefault(p.parent.name, []).append(p)
+        sets = tuple(RunSet(runs[:2]) for runs in by_start.values() if len(runs) >= 2)
+        if sets:
+            out.append(replace(w, name=f"{w.name} (two runs)", other_start_runs=sets))
+    return tuple(out)
+
+
+def one_run_checks(workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
+    """The runs two_run_checks pairs, each checked alone: the same runs, side by side."""
+    return tuple(
+        replace(w, other_start_runs=tuple(p for s in sets.other_start_runs for p in s))
+        for w in workloads
+        for sets in two_run_checks((w,))
+    )
 
 
 @functools.cache
@@ -685,6 +717,12 @@ def main(argv: list[str] | None = None) -> int:
         "not part of the exit code",
     )
     parser.add_argument(
+        "--two-runs",
+        action="store_true",
+        help="with --gate: the starts with two runs or more, each run checked alone and the "
+        "first two checked together (perfgate check -c RUN1 -c RUN2), side by side",
+    )
+    parser.add_argument(
         "--families",
         action="store_true",
         help="only issue 33's families (tests/data/field/families): fam-b, fam-c and fam-d "
@@ -706,6 +744,14 @@ def main(argv: list[str] | None = None) -> int:
                     title="families, held back fam-g (moe-init) and fam-h200-b (evaluation only)",
                 )
         return 0 if ok else 1
+    if args.gate and args.two_runs:
+        for title, workloads in (
+            ("gate captures", GATE_CORPUS),
+            ("gate captures with the clock", GATE_CLOCK_HELD_BACK),
+        ):
+            run(workloads=one_run_checks(workloads), title=f"{title}: one run per check")
+            run(workloads=two_run_checks(workloads), title=f"{title}: two runs per check")
+        return 0
     if args.gate:
         run(workloads=GATE_CORPUS, title="gate captures (tuning since the common factor)")
         if args.held_back:
