@@ -185,6 +185,8 @@ def test_formats_on_stdout_come_from_the_reporter_registry() -> None:
     assert cli.FORMATS == (
         "text", "markdown", "junit", "json", "github", "delta", "delta-markdown",
     )  # fmt: skip
+    # --format's choices are the enum the use case matches exhaustively: one per reporter.
+    assert cli.FORMATS == tuple(REPORTERS)
     for reporter in REPORTERS.values():  # each entry names a module's function(report)
         module = importlib.import_module(f"perfgate.reports.{reporter.module}")
         assert callable(getattr(module, reporter.function))
