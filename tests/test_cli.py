@@ -186,7 +186,7 @@ def test_formats_on_stdout_come_from_the_reporter_registry() -> None:
         "text", "markdown", "junit", "json", "github", "delta", "delta-markdown",
     )  # fmt: skip
     # --format's choices are the enum the use case matches exhaustively: one per reporter.
-    assert cli.FORMATS == tuple(REPORTERS)
+    assert tuple(REPORTERS) == cli.FORMATS
     for reporter in REPORTERS.values():  # each entry names a module's function(report)
         module = importlib.import_module(f"perfgate.reports.{reporter.module}")
         assert callable(getattr(module, reporter.function))
