@@ -220,6 +220,37 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path, record: RunRecord
     assert {"finding_mechanism", "finding_title", "finding_lever"} <= set(columns)
 
 
+def test_an_upgraded_history_reads_the_series_a_new_one_does(
+    tmp_path: Path, record: RunRecord
+) -> None:
+    """Migration 4 copies each run's time, commit, branch and fingerprint onto its kernels:
+    series read from an upgraded file are those of a history that stored the same runs new."""
+    old = without_findings(record)
+    fp = old.results[0].fingerprint
+    runs = [
+        replace(old, context=RunContext(f"r{i}", f"2026-01-0{i + 1}T00:00:00+00:00", f"c{i}",
+                                        "main" if i % 2 else "pr-3", None, None),
+                results=(replace(old.results[0],
+                                 fingerprint=replace(fp, driver=f"57{i % 2}.0")),))
+        for i in range(4)
+    ]  # fmt: skip
+    with sqlite3.connect(tmp_path / "v1.db") as con:
+        for i, run in enumerate(runs):
+            done = v1_statements(run)
+            # The schema once: the first run's statements make it, the others only insert.
+            for statement, params in done if i == 0 else done[len(sql.MIGRATIONS[0][1]) + 2 :]:
+                con.execute(statement, params)
+    with SqliteStore(tmp_path / "new.db") as new:
+        for run in runs:
+            new.store(run)
+        expected = series(new, "zoo_registers") + series(new, "init_half", "duration")
+    with SqliteStore(tmp_path / "v1.db") as upgraded:
+        got = series(upgraded, "zoo_registers") + series(upgraded, "init_half", "duration")
+    assert got == expected
+    assert {s.fingerprint.driver for s in got} == {"570.0", "571.0"}
+    assert [p.commit for p in got[0].points] == ["c0", "c2"]
+
+
 def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path: Path, record: RunRecord) -> None:
     db = tmp_path / "v1.db"
     _v1_file(db, without_findings(record))

@@ -141,6 +141,12 @@ def test_a_version_1_database_is_upgraded_in_place(
         assert loaded == old and loaded.digest() == old.digest()
         (found,) = series(store, "zoo_registers", "registers_per_thread")
         assert [p.value for p in found.points] == [40.0]  # its metrics given the kernel's id
+        # and its kernels their run's time, commit, branch and fingerprint (migration 4).
+        (point,) = found.points
+        assert (point.recorded_at, point.commit, point.branch) == (
+            CONTEXT.recorded_at, CONTEXT.commit, CONTEXT.branch)  # fmt: skip
+        assert found.fingerprint == old.results[0].fingerprint
+        assert found.name == "zoo_registers(const float *, float *, int)"
         assert store.store(replace(old, context=replace(CONTEXT, recorded_at="2027"))) is False
         assert store.store(replace(record, context=replace(CONTEXT, run_id="zoo-2")))
         assert store.load("zoo-2") == replace(record, context=replace(CONTEXT, run_id="zoo-2"))

@@ -111,6 +111,32 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 kernel_index, name, finding_mechanism, finding_title)""",
         ),
     ),
+    (
+        "a kernel's runs without a join",
+        (
+            # Version 3 read a kernel's runs joined to `runs` and `results` for their time,
+            # commit, branch and fingerprint: a hash join of both tables per read, 20 to 37 ms
+            # of PostgreSQL's 88 at 10 million points (docs/history.md "Scale"). Each kernel row
+            # keeps its run's four (a few hundred bytes a kernel, against a run's ~2,400 metric
+            # rows), so kernels_by_series gives them from one range. The kernel's name leaves
+            # the index: a demangled template's can pass the 2,704 bytes a PostgreSQL index
+            # entry may hold, and a series needs it from its newest run only.
+            "ALTER TABLE kernels ADD COLUMN recorded_at TEXT",
+            "ALTER TABLE kernels ADD COLUMN commit_sha TEXT",
+            "ALTER TABLE kernels ADD COLUMN branch TEXT",
+            "ALTER TABLE kernels ADD COLUMN fingerprint TEXT",
+            """UPDATE kernels SET
+                recorded_at = (SELECT r.recorded_at FROM runs r WHERE r.run_id = kernels.run_id),
+                commit_sha = (SELECT r.commit_sha FROM runs r WHERE r.run_id = kernels.run_id),
+                branch = (SELECT r.branch FROM runs r WHERE r.run_id = kernels.run_id),
+                fingerprint = (SELECT s.fingerprint FROM results s
+                    WHERE s.run_id = kernels.run_id AND s.result_index = kernels.result_index)""",
+            "DROP INDEX kernels_by_series",
+            """CREATE INDEX kernels_by_series ON kernels (kernel, run_id, result_index,
+                kernel_index, recorded_at, commit_sha, branch, fingerprint, finding_mechanism,
+                finding_title)""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -136,7 +162,8 @@ CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "kernels": (
         "run_id", "result_index", "kernel_index", "kernel", "name", "state", "family", "nvtx",
-        "matched_by", "finding_mechanism", "finding_title", "finding_lever",
+        "matched_by", "finding_mechanism", "finding_title", "finding_lever", "recorded_at",
+        "commit_sha", "branch", "fingerprint",
     ),
     "metrics": (
         "run_id", "result_index", "kernel_index", "metric_index", "metric", "state",
@@ -174,18 +201,22 @@ SELECT_METRICS = """SELECT result_index, kernel_index, metric, state, value_numb
     baseline_number, baseline_text, unit, bound FROM metrics WHERE run_id = ?
     ORDER BY result_index, kernel_index, metric_index"""
 RUN_IDS = "SELECT run_id FROM runs ORDER BY recorded_at, run_id"
+# The baselines the runs checked, and the runs that checked one, oldest first: what a page of
+# one baseline's newest N runs reads before loading only those N (trends.page_trends).
+BASELINES = "SELECT DISTINCT baseline FROM results"
+RUN_IDS_OF_BASELINE = """SELECT run_id FROM runs WHERE run_id IN
+    (SELECT run_id FROM results WHERE baseline = ?) ORDER BY recorded_at, run_id"""
 
-# A kernel's series, in two ranges of two indexes (migration 3) rather than a join that
-# descends an index per point: the kernel in each run it was checked in, with the run and
-# its fingerprint (by its key: the same for thousands of points; queries.series reads its
-# fields once); and its metrics' points, which sqlstore.series_rows pairs with them. (No
-# `? IS NULL` for an optional filter: PostgreSQL cannot type such a parameter.)
-SERIES_KERNELS = """SELECT k.run_id, k.result_index, k.kernel_index, r.recorded_at,
-    r.commit_sha, r.branch, s.fingerprint, k.name, k.finding_mechanism, k.finding_title
-    FROM kernels k
-    JOIN results s ON s.run_id = k.run_id AND s.result_index = k.result_index
-    JOIN runs r ON r.run_id = k.run_id
-    WHERE k.kernel = ?"""
+# A kernel's series, in two ranges of two indexes and no join (migrations 3 and 4): the
+# kernel in each run it was checked in, with the run's time, commit, branch and fingerprint
+# (its key: the same for thousands of points; queries.series reads its fields once); and its
+# metrics' points, which sqlstore.series_rows pairs with them. (No `? IS NULL` for an optional
+# filter: PostgreSQL cannot type such a parameter.)
+SERIES_KERNELS = """SELECT run_id, result_index, kernel_index, recorded_at, commit_sha, branch,
+    fingerprint, finding_mechanism, finding_title FROM kernels WHERE kernel = ?"""
+# The kernel's name in one run (a series names it as its newest run does).
+KERNEL_NAME = """SELECT name FROM kernels
+    WHERE run_id = ? AND result_index = ? AND kernel_index = ?"""
 SERIES_POINTS = """SELECT run_id, result_index, kernel_index, metric, state, value_number,
     value_text, baseline_number, unit, bound FROM metrics WHERE kernel = ?"""
 SERIES_POINTS_OF_METRIC = SERIES_POINTS + " AND metric = ?"

@@ -31,7 +31,8 @@ from perfgate.history.model import (
 )
 
 MIGRATIONS_TABLE = "perfgate_migrations"
-# A point of a kernel's series as series_rows gives it (queries.series reads it).
+# A point of a kernel's series as series_rows gives it (queries.series reads it); "name" is
+# given on each series' newest point only.
 SERIES_ROW = (
     "run_id", "recorded_at", "commit", "branch", "fingerprint", "name", "metric", "state",
     "value_number", "value_text", "baseline", "unit", "bound", "finding", "finding_title",
@@ -90,13 +91,15 @@ def child_rows(
     results: list[tuple[Any, ...]] = []
     kernels: list[tuple[Any, ...]] = []
     metrics: list[tuple[Any, ...]] = []
+    ctx = record.context
     for ri, result in enumerate(record.results):
         fp = result.fingerprint
-        results.append((rid, ri, result.baseline, fp.key(), *astuple(fp)))
+        key = fp.key()
+        results.append((rid, ri, result.baseline, key, *astuple(fp)))
         for ki, k in enumerate(result.kernels):
             kernels.append(
                 (rid, ri, ki, k.kernel, k.name, k.state, k.family, k.nvtx, k.matched_by,
-                 *finding_columns(k.finding))
+                 *finding_columns(k.finding), ctx.recorded_at, ctx.commit, ctx.branch, key)
             )  # fmt: skip
             metrics.extend(
                 (rid, ri, ki, mi, m.metric, m.state, *split(m.value), *split(m.baseline),
@@ -247,6 +250,18 @@ class SqlStore(abc.ABC):
             cur.execute(sql.RUN_IDS)
             return [r[0] for r in cur.fetchall()]
 
+    def baselines(self) -> list[str]:
+        """The baselines the kept runs checked, as the checks named them, sorted."""
+        with self._snapshot() as cur:
+            cur.execute(sql.BASELINES)
+            return sorted(r[0] for r in cur.fetchall())
+
+    def run_ids_of(self, baseline: str) -> list[str]:
+        """The runs that checked `baseline` (as the checks named it), oldest first."""
+        with self._snapshot() as cur:
+            cur.execute(self.q(sql.RUN_IDS_OF_BASELINE), (baseline,))
+            return [r[0] for r in cur.fetchall()]
+
     def load(self, run_id: str) -> RunRecord | None:
         """A kept run as it was stored; None when there is none of that id."""
         with self._snapshot() as cur:
@@ -261,7 +276,9 @@ class SqlStore(abc.ABC):
         return _record(run, *rows)
 
     def series_rows(self, kernel: str, metric: str | None) -> list[tuple[Any, ...]]:
-        """A kernel's points, oldest first (then by metric), each as SERIES_ROW names."""
+        """A kernel's points, oldest first (then by metric), each as SERIES_ROW names; the
+        kernel's name is given on each series' newest point only (None on the others): a
+        series is named as its newest run named the kernel."""
         with self._snapshot() as cur:
             cur.execute(self.q(sql.SERIES_KERNELS), (kernel,))
             where = {(r[0], r[1], r[2]): r for r in cur.fetchall()}
@@ -270,16 +287,30 @@ class SqlStore(abc.ABC):
             else:
                 cur.execute(self.q(sql.SERIES_POINTS_OF_METRIC), (kernel, metric))
             points = cur.fetchall()
-        rows = []
-        for rid, ri, ki, name_of_metric, state, number, text, baseline, unit, bound in points:
-            k = where.get((rid, ri, ki))
-            if k is not None:  # always, but for a row written between the two reads
-                rows.append(
-                    (rid, k[3], k[4], k[5], k[6], k[7], name_of_metric, state, number, text,
-                     baseline, unit, bound, k[8], k[9])
-                )  # fmt: skip
-        rows.sort(key=lambda r: (r[1], r[0], r[6]))
-        return rows
+            rows: list[list[Any]] = []
+            for rid, ri, ki, name_of_metric, state, number, text, baseline, unit, bound in points:
+                k = where.get((rid, ri, ki))
+                if k is not None:  # always, but for a row written between the two reads
+                    # The name's place holds the kernel's key until the names are read.
+                    rows.append(
+                        [rid, k[3], k[4], k[5], k[6], (rid, ri, ki), name_of_metric, state,
+                         number, text, baseline, unit, bound, k[7], k[8]]
+                    )  # fmt: skip
+            rows.sort(key=lambda r: (r[1], r[0], r[6]))
+            # Each series' (fingerprint, metric) newest row is its last. Its kernel's name is
+            # read by key, once per run: the index that gave the rows holds no names.
+            newest = {(r[4], r[6]): r for r in rows}
+            names: dict[tuple[Any, ...], str] = {}
+            for r in newest.values():
+                if r[5] not in names:
+                    cur.execute(self.q(sql.KERNEL_NAME), r[5])
+                    names[r[5]] = cur.fetchone()[0]
+        named = [(r, names[r[5]]) for r in newest.values()]
+        for r in rows:
+            r[5] = None
+        for r, name in named:
+            r[5] = name
+        return [tuple(r) for r in rows]
 
     def prune(self, *, before: str | None = None, keep: int | None = None) -> list[str]:
         """Delete the runs recorded before `before` (ISO 8601) and those beyond the newest
