@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from perfgate.cli import main
 from perfgate.history import changepoints as cp
 from perfgate.history import detect
+from perfgate.history.store import open_store
 from perfgate.identity.grouping import group_launches
 from perfgate.ingest import read_capture
 from perfgate.metrics.catalog import lookup
@@ -214,8 +215,19 @@ def test_the_drift_rule_judges_the_worse_direction_only_and_needs_enough_runs() 
 
 def test_the_spread_is_not_widened_by_the_drift_it_judges() -> None:
     ramp = [100.0 + i for i in range(30)]  # +1 a run: a drift with no noise
-    assert cp.spread(ramp) == pytest.approx(np.sqrt(np.pi) / 2)
+    assert cp.spread(ramp) == pytest.approx(np.sqrt(0.5))
     assert statistics.pstdev(ramp) > 8
+
+
+def test_the_spread_weighs_the_jumps_between_machine_starts() -> None:
+    # Three starts of ten runs each: 0.1% noise within a start, 3% between them. The mean
+    # absolute difference hardly sees the two jumps; the mean square difference does.
+    rng = np.random.default_rng(5)
+    levels = [100.0, 103.0, 100.5]
+    values = [lv + 0.1 * float(rng.standard_normal()) for lv in levels for _ in range(10)]
+    steps = np.abs(np.diff(values))
+    assert cp.spread(values) > 2 * (np.sqrt(np.pi) / 2 * steps.mean())
+    assert cp.spread(values) == pytest.approx(np.sqrt(np.mean(np.diff(values) ** 2) / 2))
 
 
 # -- the command, end to end ---------------------------------------------------------------
@@ -319,6 +331,29 @@ def test_drift_holds_a_pull_request_run_to_mains_recent_history(history: Path) -
                           "run-12", "--fail-on-change")  # fmt: skip
     assert code == 0
     assert out.startswith("perfgate history detect --drift: 0 of ")
+
+
+def test_a_check_held_to_the_history_flags_what_detect_drift_flags(history: Path) -> None:
+    """held_to_history reads one series per metric; `detect --drift --run` loads every run:
+    the same flags, the same figures, for a pull request's run with the change and one
+    without."""
+    with open_store(str(history), create=False) as store:
+        for run_id, flagged in (("run-11", True), ("run-12", False)):
+            record = store.load(run_id)
+            assert record is not None
+            held = detect.held_to_history(record, store)
+            full = detect.detect(store, detect.DetectRequest(drift=True, run_id=run_id), "h")
+            assert [(d.series.kernel, d.series.metric, d.result, d.gates) for d in held] == [
+                (d.series.kernel, d.series.metric, d.result, d.gates) for d in full.drifts
+            ]
+            assert [d.series.values for d in held] == [d.series.values for d in full.drifts]
+            assert any(d.gates for d in held) is flagged
+        # Only the runs recorded before the one held: run-11 is not held to run-13's change.
+        record = store.load("run-11")
+        assert record is not None
+        (duration,) = [d for d in detect.held_to_history(record, store)
+                       if d.series.metric == "duration"]  # fmt: skip
+        assert len(duration.series.points) == 10 and duration.run.kernel_state == "regressed"
 
 
 def test_what_counts_against_the_build_is_what_a_check_counts() -> None:

@@ -10,14 +10,17 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from perfgate.history.model import RunFingerprint
+from perfgate.common.errors import UsageError
+from perfgate.history.base import HistoryStore
+from perfgate.history.model import RunFingerprint, RunRecord
 from perfgate.history.queries import Point, Series
 from perfgate.history.store import open_store
 from perfgate.history.svg import ChartSize, bound_limits, tick_label, trend_chart
-from perfgate.history.trends import change_indexes
+from perfgate.history.trends import baseline_trends, change_indexes, page_trends
 from tests import history_corpus
 from tests.history_corpus import REGRESSED_CHANGE, invoke
 
@@ -297,3 +300,39 @@ def test_the_page_holds_a_chart_per_moving_series_and_refuses_to_replace_its_inp
                           str(tmp_path / "other.html"))  # fmt: skip
     assert code == 2 and "no run of the history checked baseline other.yaml" in err
     assert str(baseline) in err and not (tmp_path / "other.html").exists()
+
+
+class _Counting:
+    """A store that says which runs were loaded."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        self.store = store
+        self.loaded: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def load(self, run_id: str) -> RunRecord | None:
+        self.loaded.append(run_id)
+        return self.store.load(run_id)
+
+
+def test_a_page_of_the_newest_runs_loads_only_those(
+    history: tuple[Path, Path], tmp_path: Path
+) -> None:
+    baseline, db = history
+    with open_store(str(db), create=False) as store:
+        everything = [r for r in map(store.load, store.run_ids()) if r is not None]
+        counting = _Counting(store)
+        got = page_trends(cast(HistoryStore, counting), None, 5)
+        assert counting.loaded == store.run_ids_of(str(baseline))[-5:]
+        # The same page as drawn from every run loaded.
+        assert got == baseline_trends(everything, None, 5)
+        assert got.runs == 5 and got.kept == len(history_corpus.RUNS)
+        counting.loaded.clear()
+        assert page_trends(cast(HistoryStore, counting), str(baseline), 0) == baseline_trends(
+            everything, str(baseline), 0
+        )
+        assert len(counting.loaded) == len(history_corpus.RUNS)
+        with pytest.raises(UsageError, match="no run of the history checked baseline other"):
+            page_trends(store, "other.yaml")

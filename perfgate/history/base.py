@@ -38,6 +38,14 @@ class HistoryStore(Protocol):
 
     def run_ids(self) -> list[str]: ...
 
+    def baselines(self) -> list[str]:
+        """The baselines the kept runs checked, sorted."""
+        ...
+
+    def run_ids_of(self, baseline: str) -> list[str]:
+        """The runs that checked `baseline`, oldest first."""
+        ...
+
     def series_rows(self, kernel: str, metric: str | None) -> list[tuple[Any, ...]]:
         """A kernel's points, oldest first (then by metric), as sqlstore.SERIES_ROW names."""
         ...

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from perfgate.common.errors import PerfgateError, UsageError
+from perfgate.history.base import HistoryStore
 from perfgate.history.changepoints import (
     DEFAULT,
     DEFAULT_DRIFT,
@@ -302,3 +303,65 @@ def run_detect(db: str, request: DetectRequest) -> Detected:
 
     with open_store(db, create=False) as store:
         return detect(store, request, db)
+
+
+def held_to_history(
+    record: RunRecord,
+    store: HistoryStore,
+    *,
+    branch: str | None = "main",
+    rule: DriftRule = DEFAULT_DRIFT,
+) -> tuple[DriftFlag, ...]:
+    """A check's run (`from_report` of a check just made, kept or not) held to the branch's
+    recent history, as `history detect --drift --run` holds a kept one: each metric that
+    gates on its own, against the runs of the branch on the same fingerprint recorded before
+    it. Each series is read alone (one range of the series' index, queries.series), not every
+    run loaded: a check of a few dozen kernels reads a few dozen series."""
+    from perfgate.history.queries import series
+
+    ctx = record.context
+    flags: list[DriftFlag] = []
+    for result in record.results:
+        fp = result.fingerprint.key()
+        for k in result.kernels:
+            for m in k.metrics:
+                kind = kind_of(m.metric)
+                if not isinstance(m.value, float) or not kind.gates:
+                    continue
+                kept = next(
+                    (s for s in series(store, k.kernel, m.metric) if s.fingerprint.key() == fp),
+                    None,
+                )
+                if kept is None:
+                    continue
+                # A series reads each run's metric state, not its kernel's: the state shown.
+                earlier = [
+                    RunPoint(p.run_id, p.recorded_at, p.commit, p.branch, p.value, p.state,
+                             _finding(p.finding, p.finding_title))
+                    for p in kept.points
+                    if isinstance(p.value, float)
+                    and (branch is None or p.branch == branch)
+                    and (p.recorded_at, p.run_id) < (ctx.recorded_at, ctx.run_id)
+                ]  # fmt: skip
+                held = rule
+                if kind.exact:  # a counter that does not move between runs: any move is one
+                    held = DriftRule(rule.runs, 0.0, 0.0, rule.min_runs)
+                got = drift([p.value for p in earlier], m.value, kind.direction, held)
+                if got is None or not got.drifted:
+                    continue
+                run = RunPoint(ctx.run_id, ctx.recorded_at, ctx.commit, ctx.branch, m.value,
+                               k.state, k.finding)  # fmt: skip
+                history = KeptSeries(result.fingerprint, k.kernel, kept.name, m.metric, m.unit,
+                                     tuple(earlier))  # fmt: skip
+                flags.append(DriftFlag(history, run, got, gates(m.metric, got.median, m.value)))
+    # In `detect --drift`'s order: by fingerprint, kernel, metric.
+    return tuple(sorted(flags, key=_order))
+
+
+def _order(flag: DriftFlag) -> tuple[str, str, str]:
+    return flag.series.fingerprint.key(), flag.series.kernel, flag.series.metric
+
+
+def _finding(mechanism: str | None, title: str | None) -> Finding | None:
+    """A point's finding as a series keeps it (its lever is not read with a series)."""
+    return None if mechanism is None or title is None else Finding(mechanism, title, "")

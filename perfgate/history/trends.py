@@ -91,28 +91,52 @@ def _same_baseline(kept: str, asked: str) -> bool:
     return kept == asked or os.path.normpath(kept) == os.path.normpath(asked)
 
 
-def baseline_trends(
-    records: Sequence[RunRecord], baseline: str | None, last: int = PAGE_RUNS
-) -> BaselineTrends:
-    """Every kernel's series of one baseline over the newest `last` of `records` (oldest
-    first; 0: all) that checked it. Without a baseline named, the history must hold exactly
-    one."""
-    kept = baselines_kept(records)
+def _chosen(kept: Sequence[str], baseline: str | None) -> str:
+    """The baseline a page draws, as the checks named it, among those `kept`."""
     if baseline is None:
         if len(kept) != 1:
             held = f"{len(kept)} baselines: {', '.join(kept)}" if kept else "no runs"
             raise UsageError(f"the history holds {held}; name one with -b")
-        baseline = kept[0]
+        return kept[0]
     chosen = next((b for b in kept if _same_baseline(b, baseline)), None)
     if chosen is None:
         raise UsageError(
             f"no run of the history checked baseline {baseline} (it holds "
             f"{', '.join(kept) or 'no runs'})"
         )
-    points: dict[tuple[str, str, str], list[Point]] = {}
-    about: dict[tuple[str, str, str], tuple[str, str, RunFingerprint]] = {}
+    return chosen
+
+
+def baseline_trends(
+    records: Sequence[RunRecord], baseline: str | None, last: int = PAGE_RUNS
+) -> BaselineTrends:
+    """Every kernel's series of one baseline over the newest `last` of `records` (oldest
+    first; 0: all) that checked it. Without a baseline named, the history must hold exactly
+    one."""
+    chosen = _chosen(baselines_kept(records), baseline)
     checked = [r for r in records if any(x.baseline == chosen for x in r.results)]
     runs = checked[-last:] if last > 0 else checked
+    return _trends(runs, chosen, len(checked))
+
+
+def page_trends(store: HistoryStore, baseline: str | None, last: int = PAGE_RUNS) -> BaselineTrends:
+    """baseline_trends over a store, loading only the newest `last` runs that checked the
+    baseline (0: all): a history of a year of merges is thousands of runs, and a page draws
+    60 (`perfgate history html --last`)."""
+    chosen = _chosen(store.baselines(), baseline)
+    ids = store.run_ids_of(chosen)
+    wanted = ids[-last:] if last > 0 else ids
+    # A run pruned between the two reads loads as None: the page draws the others.
+    runs = [r for r in map(store.load, wanted) if r is not None]
+    if not runs:
+        raise UsageError(f"no run of the history checked baseline {chosen} (pruned meanwhile)")
+    return _trends(runs, chosen, len(ids))
+
+
+def _trends(runs: Sequence[RunRecord], chosen: str, kept: int) -> BaselineTrends:
+    """The series of baseline `chosen` in `runs` (oldest first), of `kept` that checked it."""
+    points: dict[tuple[str, str, str], list[Point]] = {}
+    about: dict[tuple[str, str, str], tuple[str, str, RunFingerprint]] = {}
     for record in runs:
         for result in (r for r in record.results if r.baseline == chosen):
             fp_key = result.fingerprint.key()
@@ -130,7 +154,7 @@ def baseline_trends(
         )
     kernels = tuple(KernelTrends(k, s[-1].name, tuple(s)) for k, s in by_kernel.items())
     first, newest = runs[0].context.recorded_at, runs[-1].context.recorded_at
-    return BaselineTrends(chosen, len(runs), len(checked), first, newest, kernels)
+    return BaselineTrends(chosen, len(runs), kept, first, newest, kernels)
 
 
 @dataclass(frozen=True)
