@@ -29,6 +29,7 @@ after the last rule change and never tuned on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import functools
 import statistics
@@ -49,6 +50,7 @@ from perfgate.judge.comparison import Comparison, State  # noqa: E402
 from perfgate.judge.skips import Skip  # noqa: E402
 from perfgate.judge.states import KernelState  # noqa: E402
 from perfgate.lifecycle.record import RecordSettings, record  # noqa: E402
+from perfgate.metrics import timefloors  # noqa: E402
 from perfgate.verdicts.check import check  # noqa: E402
 from perfgate.verdicts.model import CheckResult, KernelVerdict  # noqa: E402
 
@@ -408,6 +410,18 @@ def two_run_checks(workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
     return tuple(out)
 
 
+@contextlib.contextmanager
+def one_run_floors() -> Iterator[None]:
+    """Checks of two runs judged under one run's floors (no two-run floor): the rule's effect,
+    on the same runs. The checks are read afresh, not from a cache of the other floors."""
+    saved = dict(timefloors.TWO_RUN_FLOOR_POINTS)
+    timefloors.TWO_RUN_FLOOR_POINTS.clear()
+    try:
+        yield
+    finally:
+        timefloors.TWO_RUN_FLOOR_POINTS.update(saved)
+
+
 def one_run_checks(workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
     """The runs two_run_checks pairs, each checked alone: the same runs, side by side."""
     return tuple(
@@ -720,7 +734,8 @@ def main(argv: list[str] | None = None) -> int:
         "--two-runs",
         action="store_true",
         help="with --gate: the starts with two runs or more, each run checked alone and the "
-        "first two checked together (perfgate check -c RUN1 -c RUN2), side by side",
+        "first two checked together (perfgate check -c RUN1 -c RUN2), under one run's floors "
+        'and under the two-run floors (docs/noise.md "Two runs per check"), side by side',
     )
     parser.add_argument(
         "--families",
@@ -750,7 +765,15 @@ def main(argv: list[str] | None = None) -> int:
             ("gate captures with the clock", GATE_CLOCK_HELD_BACK),
         ):
             run(workloads=one_run_checks(workloads), title=f"{title}: one run per check")
-            run(workloads=two_run_checks(workloads), title=f"{title}: two runs per check")
+            with one_run_floors():
+                run(
+                    workloads=two_run_checks(workloads),
+                    title=f"{title}: two runs per check, one run's floors",
+                )
+            run(
+                workloads=two_run_checks(workloads),
+                title=f"{title}: two runs per check, two-run floors",
+            )
         return 0
     if args.gate:
         run(workloads=GATE_CORPUS, title="gate captures (tuning since the common factor)")

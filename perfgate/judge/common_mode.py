@@ -95,9 +95,15 @@ def corrected_bound(
     floor = corrected_floor_at(recorded_ns, gpu)
     if floor is None:
         return None
-    if abs(recorded - time_floor_at(recorded_ns, gpu)) <= _SAME_BOUND:
+    if set_by_floor(recorded, recorded_ns, gpu):
         return min(recorded, max(floor, SPREAD_K * own_spread))
     return recorded
+
+
+def set_by_floor(recorded: float, recorded_ns: float, gpu: str | None) -> bool:
+    """Whether a recorded time bound is the time floor of its duration (not a kernel's own
+    spread, nor a user's threshold)."""
+    return abs(recorded - time_floor_at(recorded_ns, gpu)) <= _SAME_BOUND
 
 
 def noise_words(relative_change: float | None, bound: float, regressed: bool) -> str:

@@ -23,6 +23,7 @@ from perfgate.baseline.model import Baseline, KernelBaseline
 from perfgate.judge.common_mode import CommonFactor, noise_words
 from perfgate.judge.comparison import Comparison, State, Value
 from perfgate.judge.skips import Skip, passes
+from perfgate.judge.two_runs import runs_words
 from perfgate.metrics.catalog import (
     SHORT_KERNEL_NS,
     SHORT_KERNEL_SLACK_NS,
@@ -57,6 +58,10 @@ class KernelFacts:
     factor: CommonFactor | None = None
     # An autotuned kernel's slower configuration in words (perfgate.identity.configs).
     choice: str = ""
+    # The time metrics bounded by the floor of a check of `runs` capture files
+    # (perfgate.judge.two_runs): the comparison says so.
+    two_run: frozenset[str] = frozenset()
+    runs: int = 1
 
     @functools.cached_property
     def explicit(self) -> frozenset[str]:
@@ -245,9 +250,10 @@ def name_choice(comparisons: Comparisons, facts: KernelFacts) -> Comparisons:
 
 
 def word_noise(comparisons: Comparisons, facts: KernelFacts) -> Comparisons:
-    """Each time comparison says how its change reads against the noise, and, where a common
+    """Each time comparison says how its change reads against the noise; where a common
     factor was taken out (perfgate.judge.common_mode), that it was judged against the
-    recorded time x the factor. Words only: no state changes."""
+    recorded time x the factor; and where its bound is the floor of a check of two runs or
+    more (perfgate.judge.two_runs), that it is. Words only: no state changes."""
     factor = facts.factor
     why = (
         f"judged against the recorded time x{factor.factor:.4f}: this run's {factor.peers} "
@@ -266,8 +272,10 @@ def word_noise(comparisons: Comparisons, facts: KernelFacts) -> Comparisons:
         if c.metric not in CORRECTED or c.skip is not None:
             continue
         regressed = c.state is State.REGRESSED
-        words = noise_words(c.relative_change, bounds.get(c.metric, 0.0), regressed)
-        extra = "; ".join(w for w in (words, why) if w)
+        bound = bounds.get(c.metric, 0.0)
+        words = noise_words(c.relative_change, bound, regressed)
+        runs = runs_words(facts.runs, bound) if c.metric in facts.two_run else ""
+        extra = "; ".join(w for w in (runs, words, why) if w)
         if extra:
             out[i] = replace(c, message=f"{c.message}; {extra}" if c.message else extra)
     return _same_or(comparisons, out)

@@ -25,7 +25,7 @@ from perfgate.judge.states import KernelState
 from perfgate.metrics.columns import LaunchTable
 from perfgate.metrics.stalls import FAMILY_MISMATCH
 from perfgate.verdicts.absent import change_findings, missing_verdict, new_verdict, notice
-from perfgate.verdicts.common_mode import corrected, process_factors
+from perfgate.verdicts.common_mode import process_factors, time_bounds
 from perfgate.verdicts.kernel import CHANGED, Judging, judge_kernel, per_configuration
 from perfgate.verdicts.metric import BoundsMemo
 from perfgate.verdicts.model import CheckResult, KernelVerdict, ProgramVerdict
@@ -192,12 +192,13 @@ def _found(
     if reasons:
         return judge_out_of_scope(kernel, launches, how, judging, reasons)
     configured = per_configuration(kernel, launches)
-    factor = factors.get(kernel.id)
-    adjusted = corrected(configured, factor, judging.baseline.gpu.gpu)
+    # The capture files its launches come from: its time is the fastest launch of them all.
+    runs = len({la.source for la in launches})
+    bounds = time_bounds(configured, factors.get(kernel.id), judging.baseline.gpu.gpu, runs)
     cc = next((la.cc for la in launches if la.cc), None)
     return judge_kernel(
-        adjusted, launches, how, judging, table.kernel(index, cc),
-        factor if adjusted is not configured else None, recorded=kernel,
+        bounds.kernel, launches, how, judging, table.kernel(index, cc), bounds.factor,
+        recorded=kernel, two_run=bounds.two_run, runs=bounds.runs,
     )  # fmt: skip
 
 

@@ -1,6 +1,8 @@
 """A process's common factor applied to its kernels' durations (perfgate.judge.common_mode
 decides the factor and the bound): each kernel whose process ran slow or fast as a whole is
-judged against its recorded time scaled by that factor, under the corrected floor.
+judged against its recorded time scaled by that factor, under the corrected floor; and a
+kernel whose time is the fastest launch of two capture files or more is bounded by the two-run
+floor where the time floor set its bound (perfgate.judge.two_runs).
 
 The recorded entry is adjusted before judging, as an autotuned kernel's expected duration is,
 so that every route through the check (metric by metric, or a passing kernel's column
@@ -10,7 +12,7 @@ statistics) judges the same numbers; the comparison then says what it was judged
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from perfgate.baseline.model import KernelBaseline, MetricBaseline
 from perfgate.ingest.launches import Capture, Launch
@@ -21,6 +23,7 @@ from perfgate.judge.common_mode import (
     corrected_bound,
 )
 from perfgate.judge.rules import CORRECTED
+from perfgate.judge.two_runs import MIN_RUNS, two_run_bound
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
 from perfgate.metrics.thresholds import ThresholdOverride
@@ -53,9 +56,28 @@ def process_factors(
     return common_factors(timed)
 
 
-def _scaled(
-    metric: MetricBaseline, factor: float, recorded_ns: float, gpu: str | None
-) -> MetricBaseline:
+@dataclass(frozen=True)
+class TimeBounds:
+    """A kernel's entry as its times are judged, and why its bounds differ from the
+    recorded ones."""
+
+    kernel: KernelBaseline
+    # The common factor its times were scaled by; None: judged against the recorded times.
+    factor: CommonFactor | None = None
+    # The time metrics bounded by the two-run floor (perfgate.judge.two_runs), and the runs.
+    two_run: frozenset[str] = frozenset()
+    runs: int = 1
+
+
+def _bounded(
+    metric: MetricBaseline,
+    factor: float | None,
+    recorded_ns: float,
+    gpu: str | None,
+    runs: int,
+) -> tuple[MetricBaseline, bool, bool]:
+    """`metric` scaled by `factor` under the corrected bound, and bounded by the two-run floor
+    where it is tighter; whether each applied."""
     threshold = metric.threshold
     if (
         metric.calibration is None
@@ -63,33 +85,60 @@ def _scaled(
         or threshold.relative is None
         or not isinstance(metric.value, float | int)
     ):
-        return metric
+        return metric, False, False
     low, high = metric.low, metric.high
     spread = (high - low) / float(metric.value) if low is not None and high is not None else 0.0
-    bound = corrected_bound(threshold.relative, recorded_ns, gpu, max(spread, 0.0))
-    if bound is None:
-        return metric
-    return replace(
-        metric,
-        value=float(metric.value) * factor,
-        low=metric.low * factor if metric.low is not None else None,
-        high=metric.high * factor if metric.high is not None else None,
-        threshold=ThresholdOverride(bound, threshold.absolute, threshold.direction),
+    own = max(spread, 0.0)
+    bound = (
+        corrected_bound(threshold.relative, recorded_ns, gpu, own) if factor is not None else None
+    )
+    scaled = bound is not None
+    judged = threshold.relative if bound is None else bound
+    tighter = two_run_bound(threshold.relative, judged, recorded_ns, gpu, own, runs)
+    if not scaled and tighter is None:
+        return metric, False, False
+    by = factor if factor is not None and scaled else 1.0
+    return (
+        replace(
+            metric,
+            value=float(metric.value) * by,
+            low=metric.low * by if metric.low is not None else None,
+            high=metric.high * by if metric.high is not None else None,
+            threshold=ThresholdOverride(
+                judged if tighter is None else tighter, threshold.absolute, threshold.direction
+            ),
+        ),
+        scaled,
+        tighter is not None,
     )
 
 
-def corrected(
-    kernel: KernelBaseline, factor: CommonFactor | None, gpu: str | None
-) -> KernelBaseline:
+def time_bounds(
+    kernel: KernelBaseline, factor: CommonFactor | None, gpu: str | None, runs: int = 1
+) -> TimeBounds:
     """`kernel` with its times scaled by its process's factor and bounded by the corrected
-    floor; as it was where there is no factor."""
+    floor, and bounded by the two-run floor where its time is the fastest launch of `runs`
+    capture files (two or more); as it was where neither applies."""
     recorded = kernel.value("duration")
-    if factor is None or not isinstance(recorded, float | int):
-        return kernel
-    metrics = tuple(
-        _scaled(m, factor.factor, float(recorded), gpu) if m.name in CORRECTED else m
-        for m in kernel.metrics
-    )
+    if (factor is None and runs < MIN_RUNS) or not isinstance(recorded, float | int):
+        return TimeBounds(kernel)
+    by = factor.factor if factor is not None else None
+    metrics: list[MetricBaseline] = []
+    scaled_any, two_run = False, set()
+    for m in kernel.metrics:
+        if m.name not in CORRECTED:
+            metrics.append(m)
+            continue
+        got, scaled, tighter = _bounded(m, by, float(recorded), gpu, runs)
+        metrics.append(got)
+        scaled_any |= scaled
+        if tighter:
+            two_run.add(m.name)
     if all(a is b for a, b in zip(metrics, kernel.metrics, strict=True)):
-        return kernel  # no correction applies (perfgate.judge.common_mode.corrected_bound)
-    return replace(kernel, metrics=metrics)
+        return TimeBounds(kernel)  # no correction applies (judge.common_mode.corrected_bound)
+    return TimeBounds(
+        replace(kernel, metrics=tuple(metrics)),
+        factor if scaled_any else None,
+        frozenset(two_run),
+        runs if two_run else 1,
+    )

@@ -59,18 +59,21 @@ def judge_kernel(
     factor: CommonFactor | None = None,
     recorded: KernelBaseline | None = None,
     decided: tuple[Comparison, ...] = (),
+    two_run: frozenset[str] = frozenset(),
+    runs: int = 1,
 ) -> KernelVerdict:
     """`kernel` (its entry as judged) over `launches`, matched `how`. `factor`: the common
     factor its times were scaled by; `recorded`: the entry as recorded, where `kernel` lost
     metrics; `decided`: comparisons of metrics not compared (another scope's launch counts),
-    judged with the rest (settled) but neither moving the kernel nor diagnosed."""
+    judged with the rest (settled) but neither moving the kernel nor diagnosed; `two_run`:
+    the time metrics bounded by the floor of a check of `runs` capture files."""
     capture = judging.capture
     compared, measured = _compared(kernel, launches, how, judging, rows)
     changed = how.startswith(CHANGED)
     current = _Current(kernel, launches, capture, measured)
     facts = rules.KernelFacts(
         kernel, judging.baseline, recorded, judging.waived, current, factor,
-        _choice(kernel, launches, capture, compared),
+        _choice(kernel, launches, capture, compared), two_run, runs,
     )  # fmt: skip
     comparisons = rules.judge((*compared, *decided), facts)
     own = comparisons[: len(compared)]

@@ -1,0 +1,49 @@
+"""The bound of a kernel's time in a check of two runs or more of one build (`perfgate check -c
+RUN1 -c RUN2`): its duration is the fastest launch of them all, and a process that ran slow as
+a whole on one run is outvoted by the other. Measured on the corpus's starts with two runs
+(perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS, docs/noise.md "Two runs per check"): from
+20 us an H100 kernel's largest move past its own spread fell from 3.40% in one run to 2.11% in
+two, an H200 kernel's 10-20 us from 5.79% to 3.08% after the common factor.
+
+Only a bound the time floor set is tightened: a bound set by the kernel's own spread (twice it
+still covers it) or by a user's threshold is kept, as perfgate.judge.common_mode keeps it."""
+
+from __future__ import annotations
+
+from perfgate.judge.common_mode import SPREAD_K, set_by_floor
+from perfgate.metrics.timefloors import two_run_floor_at
+
+# Two capture files or more: the fastest launch of one run is judged by one run's noise.
+MIN_RUNS = 2
+
+
+def two_run_bound(
+    recorded: float,
+    judged: float,
+    recorded_ns: float,
+    gpu: str | None,
+    own_spread: float,
+    runs: int,
+) -> float | None:
+    """The bound of a time measured over `runs` capture files, or None where the two-run floor
+    does not apply or would not tighten it. `recorded`: the bound the baseline holds; `judged`:
+    the bound it is judged under otherwise (the corrected one, where a common factor applied).
+    Where the time floor set the recorded bound: the two-run floor or K x the kernel's own
+    spread, the larger, where that is below `judged`."""
+    if runs < MIN_RUNS:
+        return None
+    floor = two_run_floor_at(recorded_ns, gpu)
+    if floor is None or not set_by_floor(recorded, recorded_ns, gpu):
+        return None
+    # Rounded as a recorded bound is (the YAML keeps 4 digits): 'bound 2.75%', not 2.7512%.
+    bound = round(max(floor, SPREAD_K * own_spread), 4)
+    return bound if bound < judged else None
+
+
+def runs_words(runs: int, bound: float) -> str:
+    """'two runs: bound 2.75%': why a time's bound is tighter than one run's."""
+    count = "two" if runs == MIN_RUNS else str(runs)
+    return (
+        f"{count} runs: bound {bound * 100:.3g}% (the floor of a check of two runs or more, "
+        "docs/noise.md)"
+    )
