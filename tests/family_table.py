@@ -28,6 +28,7 @@ END = "<!-- end of family-table -->"
 # (baseline family, change capture on fam-b, the edit a user made)
 CHANGES: tuple[tuple[str, str, str], ...] = (
     ("moe", "moe-topk4", "Mixtral MoE block: top-k 2 -> 4"),
+    ("moe-init", "moe-init-topk4", "the same block with its weights initialised: top-k 2 -> 4"),
     ("train-step", "train-step-forloop", "AdamW fused=True -> for-loop"),
     ("train-step", "train-step-logging", "host-only logging each step (benign)"),
     ("cub", "cub-int64", "torch.sort keys int32 -> int64"),
@@ -41,17 +42,29 @@ CHANGES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# (baseline start, change start) per family: fam-a and fam-b, but the MoE with its weights
+# initialised, captured later with its baseline and its change on one start of its own.
+STARTS: dict[str, tuple[str, str]] = {"moe-init": ("fam-f", "fam-f")}
+
+
+def starts(family: str) -> tuple[str, str]:
+    return STARTS.get(family, ("fam-a", "fam-b"))
+
+
 @functools.cache
 def baseline(family: str) -> Baseline:
-    runs = [read_capture(FAMILIES / "fam-a" / f"{family}-run{i}.csv.gz") for i in (1, 2, 3)]
+    runs = [
+        read_capture(FAMILIES / starts(family)[0] / f"{family}-run{i}.csv.gz") for i in (1, 2, 3)
+    ]
     return record(merge(runs), RecordSettings()).baseline
 
 
 @functools.cache
 def result(family: str, change: str) -> CheckResult:
     """The check of fam-b's capture `change` (the unchanged build when it is the family's
-    name) against fam-a's baseline of `family`."""
-    return check(baseline(family), read_capture(FAMILIES / "fam-b" / f"{change}-run1.csv.gz"))
+    name) against fam-a's baseline of `family` (or the starts STARTS names)."""
+    path = FAMILIES / starts(family)[1] / f"{change}-run1.csv.gz"
+    return check(baseline(family), read_capture(path))
 
 
 def first_finding(got: CheckResult) -> tuple[str, str]:

@@ -33,6 +33,10 @@ class ChangeKernel:
     # mechanisms of its regression and trade-off causes.
     work: tuple[tuple[str, float], ...] = ()
     mechanisms: tuple[str, ...] = ()
+    # MISSING and NEW: thread blocks a run (launches x blocks per launch), 0 where the grid is
+    # unknown. A kernel whose grid follows the problem (one launch per MoE expert, sized by
+    # its tokens) changes identity when the problem grows; by name, its blocks still scale.
+    blocks: float = 0.0
 
 
 @dataclass(frozen=True)

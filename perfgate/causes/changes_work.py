@@ -46,6 +46,29 @@ def _common_factor(kernels: Kernels) -> tuple[float, list[ChangeKernel]] | None:
     return factors[len(factors) // 2], best
 
 
+def _relaunched(missing: Kernels, new: Kernels, still: Kernels) -> list[ChangeKernel]:
+    """The kernels of a name that is gone at its recorded grids and launched again, at other
+    grids (new) or more often (still there, its work grown), with no fewer thread blocks in
+    all: a kernel launched once per MoE expert at a grid sized by that expert's tokens is
+    recorded as one class per grid, and top-k 2 -> 4 relaunches it at other grids (4 experts
+    of 235-282 blocks each -> 4 of 512) or more often at its one grid (index_add_ 1 -> 4
+    launches). Only while many kernels' work scaled by one factor (the caller's rule)."""
+    gone: dict[str, list[ChangeKernel]] = {}
+    for k in missing:
+        gone.setdefault(k.name, []).append(k)
+    out: list[ChangeKernel] = []
+    for name, before in gone.items():
+        came = [k for k in new if k.name == name]
+        grew = [k for k in still if k.name == name and _grew(k) is not None]
+        if not (came or grew):
+            continue
+        # Where both sides' grids are known, the work must not have shrunk.
+        if came and not grew and sum(k.blocks for k in came) < sum(k.blocks for k in before):
+            continue
+        out += [*before, *came, *grew]
+    return out
+
+
 def scaled_work_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Claim | None:
     """The problem grew: the work of many kernels (launches, instructions, sectors) scaled by
     one factor together. Per kernel it reads as a dozen "More work" and "Launched more often"
@@ -56,15 +79,23 @@ def scaled_work_rule(missing: Kernels, new: Kernels, still: Kernels = ()) -> Cla
     factor, at = common
     # Kernels whose work grew by less with it (a compaction's launches 3 -> 5): the same cause.
     less = [k for k in still if k not in at and (g := _grew(k)) is not None and g < factor]
+    regridded = [k for k in _relaunched(missing, new, still) if k not in at and k not in less]
+    relaunched = len({k.name for k in regridded})
     title = (
         f"More work: x{factor:.2f} across {len(at)} kernels: launches, instructions and sectors "
-        "scaled together" + (f" ({len(less)} more grew less)" if less else "")
+        "scaled together"
+        + (f" ({len(less)} more grew less)" if less else "")
+        + (
+            f"; {relaunched} more relaunched at other grids or more often with it"
+            if relaunched
+            else ""
+        )
     )
     lever = (
         "the problem size grew (batch, sequence length, MoE top-k / tokens per expert): if "
         "intended, re-record the baseline (perfgate baseline record, or baseline accept)"
     )
-    return "scaled-work", title, lever, at + less
+    return "scaled-work", title, lever, at + less + regridded
 
 
 _LIBRARIES = frozenset(f.name for f in FAMILIES if f.library)

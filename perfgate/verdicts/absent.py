@@ -23,7 +23,7 @@ from perfgate.causes.model import CauseKind, Evidence, RootCause, Side
 from perfgate.identity.families import family_of
 from perfgate.identity.grouping import KernelGroup, KernelKey
 from perfgate.identity.matching import OTHER_WORK, Matching, recorded_work
-from perfgate.ingest.launches import Capture, per_file
+from perfgate.ingest.launches import Capture, Dim3, per_file
 from perfgate.ingest.names import short_name
 from perfgate.judge.states import KernelState
 from perfgate.metrics.program import time_in
@@ -202,6 +202,7 @@ def change_findings(
             side=MISSING,
             time_ns=recorded_time(k),
             launches=float(k.launches or 1),
+            blocks=_blocks(k.match.grid) * float(k.launches or 1),
         )
         for k in missing
     ]
@@ -213,6 +214,7 @@ def change_findings(
             side=NEW,
             time_ns=sum(time_in(g.launches, p) for p in capture.paths) / runs,
             launches=len(g.launches) / runs,
+            blocks=_blocks(g.key.grid) * len(g.launches) / runs,
         )
         for g in new
     ]
@@ -258,6 +260,11 @@ def change_findings(
 
 
 _WORSE = (CauseKind.REGRESSION, CauseKind.TRADE_OFF)
+
+
+def _blocks(grid: Dim3 | None) -> float:
+    """Thread blocks of one launch; 0 where the grid is not known."""
+    return float(grid[0] * grid[1] * grid[2]) if grid else 0.0
 
 
 def _time_before_after(v: KernelVerdict) -> tuple[float, float] | None:
