@@ -108,6 +108,7 @@ KERNEL_EDITS: dict[str, Edit] = {
         "configurations", [{"grid": [16384, 1, 1], "block": [256, 1, 1], "runs": 3}]
     ),
     "history": _kernel_set("history", [{"date": "2026-11-23", "reason": "hand edit"}]),
+    "seen_in": _kernel_set("seen_in", {"runs": 1, "of": 3}),
 }
 # Kernel properties the gate does not read (the differential diagnosis does): not compared.
 KERNEL_NOT_GATED = {"info"}

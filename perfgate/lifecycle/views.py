@@ -139,6 +139,13 @@ def kernel_rules(kernel: KernelBaseline) -> tuple[Rule, ...]:
         ("name", _text(kernel.name)),
         ("family", _text(kernel.family)),
         ("configurations", _configuration_text(kernel)),
+        # A kernel only some recorded runs launched is not required: a check skips it absent.
+        (
+            "not required",
+            f"launched in {kernel.seen_in[0]} of {kernel.seen_in[1]} recorded runs"
+            if kernel.seen_in
+            else UNSET,
+        ),
     )
 
 
