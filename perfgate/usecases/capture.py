@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from perfgate.common.errors import ExitCode, PerfgateError
 from perfgate.common.exhaustive import never
 from perfgate.common.fileio import check_outputs
-from perfgate.judge.states import KernelState
+from perfgate.judge.policy import diagnosed
 from perfgate.usecases.check import CheckRequest, run_check
 from perfgate.usecases.choices import Phases
 from perfgate.usecases.console import Line, Outcome
@@ -20,11 +20,6 @@ if TYPE_CHECKING:
     # Loaded where they are used: a check needs none of them (docs/scale.md).
     from perfgate.ncu.command import CaptureOptions
     from perfgate.ncu.runner import CaptureResult
-
-
-# The kernel states that send a kernel to the diagnosis capture: what the gate capture's check
-# found wrong with a kernel it measured (a missing kernel has nothing to profile).
-_DIAGNOSE = frozenset({KernelState.REGRESSED, KernelState.INCOMPLETE, KernelState.ERROR})
 
 
 @dataclass(frozen=True)
@@ -101,7 +96,7 @@ def run_capture_phases(options: CaptureOptions, phases: Phases) -> PhasedCapture
         )
     failing = tuple(
         dict.fromkeys(
-            v.name for r in report.results for v in r.verdicts if v.state in _DIAGNOSE and v.name
+            v.name for r in report.results for v in r.verdicts if diagnosed(v.state) and v.name
         )
     )
     if not failing:

@@ -19,7 +19,7 @@ from perfgate.common.errors import (
 from perfgate.common.escape import log_line
 from perfgate.common.exhaustive import never
 from perfgate.common.fileio import check_outputs
-from perfgate.judge.policy import FailOn
+from perfgate.judge.policy import EXIT_WORDS, FailOn
 from perfgate.usecases.check import CheckRequest, check_inputs, run_check
 from perfgate.usecases.choices import Format
 from perfgate.usecases.outputs import (
@@ -304,6 +304,6 @@ def policy_note(report: Report, code: ExitCode, policy: frozenset[FailOn]) -> st
     when it did not."""
     if code is report.exit_code:
         return None
-    verdict = "failed" if report.exit_code else "passed"
+    verdict = EXIT_WORDS[report.exit_code].json
     asked = ",".join(sorted(p.value for p in policy)) or "never"
     return f"perfgate: the gate {verdict}; exit {int(code)} (--fail-on {asked})"
