@@ -59,6 +59,8 @@ _TIME_34 = (
 )
 # The fast schema check held to jsonschema on documents generated from the schema.
 _FASTCHECK = ("tests/test_fastcheck.py",)
+# Tests written for the survivors of verdicts, grouping, phases and the baseline's checks.
+_NEW_VERDICTS = ("tests/test_mutation_verdicts.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -153,6 +155,33 @@ MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/baseline/fastcheck.py": (
         *_FASTCHECK, "tests/test_baseline.py", "tests/test_yamlload.py", "tests/test_properties.py",
     ),
+    # Verdicts, grouping, phases, baseline checks: the deciding modules not measured before.
+    # A kernel absent from the capture: missing, or skipped when only some recorded runs had it.
+    "perfgate/verdicts/absent.py": (
+        *_NEW_VERDICTS, "tests/test_varied_kernels.py", "tests/test_gate_corpus.py",
+        "tests/test_work_classes.py", "tests/test_real_changes.py", "tests/test_identity.py",
+    ),
+    "perfgate/verdicts/split.py": (
+        *_NEW_VERDICTS, "tests/test_split.py", "tests/test_work_classes.py",
+        "tests/test_two_phase.py",
+    ),
+    "perfgate/verdicts/passing.py": (*_NEW_VERDICTS, "tests/test_check.py"),
+    "perfgate/causes/substitution.py": (
+        *_NEW_VERDICTS, "tests/test_causes.py", "tests/test_identity.py",
+        "tests/test_real_changes.py",
+    ),
+    "perfgate/ingest/phases.py": (
+        *_NEW_VERDICTS, "tests/test_diagnosis.py", "tests/test_diagnosis_refusal.py",
+        "tests/test_two_phase.py",
+    ),
+    # tests/test_hostile.py (a minute unmutated) is left out: the others name each check.
+    **{
+        f"perfgate/baseline/{m}.py": (
+            *_NEW_VERDICTS, "tests/test_baseline.py", "tests/test_varied_kernels.py",
+            "tests/test_yamlload.py",
+        )
+        for m in ("validate", "load")
+    },
 }  # fmt: skip
 
 # In these modules only the named functions are mutated: the decisions a run is about.
@@ -164,12 +193,31 @@ ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
     "perfgate/ingest/scope.py": frozenset({"declared", "differ"}),
     "perfgate/baseline/fingerprint.py": frozenset({"_basis", "bases_of"}),
     "perfgate/ncu/command.py": frozenset({"_phase", "_scope_filters", "scope_arguments"}),
+    # What decides a kernel absent (the verdicts' wording and the change findings are not).
+    "perfgate/verdicts/absent.py": frozenset(
+        {"_not_required", "missing_verdict", "_other_work", "_names"}
+    ),
 }  # fmt: skip
 
 # Issue 33's judgement, for `--select issue33`: the functions (and module-level tables) it
 # added or changed, mutated instead of each module's whole source or ONLY_FUNCTIONS, so one
 # run over its nine modules stays within minutes.
 SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
+    # What the issue33 selection left of grouping and configs, and the baseline's checks that
+    # parse_baseline makes itself (duplicate ids, regexes, seen_in) beside validate.py's.
+    "deciding": {
+        "perfgate/identity/grouping.py": frozenset({
+            "select", "nvtx_range", "group_launches", "_dims", "readable_ids", "new_ids",
+            "pair_work_classes", "log_distance", "WORK_GAP",
+        }),
+        "perfgate/identity/configs.py": frozenset({
+            "_int", "config_of", "configurations", "_per_run", "tuned_reason",
+            "records_configuration", "with_durations", "best_configuration",
+            "expected_duration", "_warps", "describe_choice", "_us", "slower_choice",
+            "describe_reconfig", "pin_advice", "tuned_warning", "describe_change",
+        }),
+        "perfgate/baseline/load.py": frozenset({"parse_baseline"}),
+    },
     "issue34": {
         "perfgate/judge/common_mode.py": frozenset({
             "weighted_median", "common_factors", "corrected_bound", "noise_words",
@@ -302,6 +350,18 @@ HAND_MUTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
          "self.unknown.add(key)\n                return _no", "self.unknown.add(key)"),
         ("without_bulk vouches when any kernel is valid",
          "not all(map(kernel_is_valid, kernels))", "not any(map(kernel_is_valid, kernels))"),
+    ),
+    "perfgate/ingest/phases.py": (
+        ("the diagnosis capture lends the max of its launches instead of their mean",
+         "return sum(numbers) / len(numbers)", "return max(numbers)"),
+    ),
+    "perfgate/causes/substitution.py": (
+        ("a user kernel's replacement worded as a library's pick",
+         "elif family is not None and kinds == {family}:", "elif kinds == {family}:"),
+    ),
+    "perfgate/causes/rules_stalls.py": (
+        ("a 1-point stall share named as a root cause", "if rises[top] < 10:",
+         "if rises[top] < 1:"),
     ),
 }  # fmt: skip
 
@@ -510,8 +570,9 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
 
 
 NEW_TESTS = frozenset(
-    (*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33, *_FASTCHECK)
-)
+    (*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33, *_FASTCHECK,
+     *_NEW_VERDICTS)
+)  # fmt: skip
 _before = False  # --before: the suite as it was before the tests written for this run
 _select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCTIONS
 

@@ -1,0 +1,401 @@
+"""The verdicts of kernels a capture does not hold (perfgate.verdicts.absent), held to what
+their entry and the capture say: the tests written for the survivors of scripts/mutate.py over
+verdicts/absent.py (docs/mutation.md, "Verdicts, grouping, phases, baseline checks").
+
+The captures are real: the BERT encoder of tests/data/field/h100 (h100-a's three runs recorded,
+h100-b's run checked) and the MoE gate runs of tests/data/field/gate (h100-m recorded, h100-n
+checked). Where a test changes a capture, it is SYNTHETIC, derived in memory from the real
+one: the test says which launches it moved; every other value is the real capture's.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfgate.baseline.load import load_baseline
+from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.common.errors import CaptureError
+from perfgate.identity.grouping import KernelGroup, KernelKey
+from perfgate.identity.matching import SPLIT, recorded_work
+from perfgate.ingest import read_capture, read_captures
+from perfgate.ingest.launches import Capture, Launch
+from perfgate.ingest.meta import CaptureMeta
+from perfgate.ingest.phases import fold_diagnosis, same_program
+from perfgate.judge.comparison import Comparison, State
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.verdicts import absent, passing
+from perfgate.verdicts.check import CheckSettings, check
+from perfgate.verdicts.metric import compare_one
+from perfgate.verdicts.model import KernelVerdict
+from tests.conftest import ROOT, data
+from tests.twophase_data import gate_capture
+
+FIELD = Path(__file__).resolve().parent / "data" / "field"
+ENCODER = FIELD / "h100"
+GATE = FIELD / "gate"
+NVJET = "nvjet_sm90_hsh_96x64_64x10_1x2_h_bz_bias_TNN"
+LAYER_NORM = "vectorized_layer_norm_kernel"
+WORK = "smsp__inst_executed.sum"
+
+
+@functools.cache
+def _encoder() -> tuple[Baseline, Capture]:
+    runs = [ENCODER / "h100-a" / f"hf-encoder-run{i}.csv.gz" for i in (1, 2, 3)]
+    baseline = record(read_captures(runs), RecordSettings()).baseline
+    return baseline, read_captures([ENCODER / "h100-b" / "hf-encoder-run1.csv.gz"])
+
+
+@functools.cache
+def _moe() -> tuple[Baseline, Capture]:
+    runs = [GATE / "h100-m" / f"moe-run{i}.csv.gz" for i in (1, 2, 3)]
+    baseline = record(read_captures(runs), RecordSettings()).baseline
+    return baseline, read_captures([GATE / "h100-n" / "moe-run1.csv.gz"])
+
+
+def _verdict(verdicts: tuple[KernelVerdict, ...], kid: str) -> KernelVerdict:
+    return next(v for v in verdicts if v.kernel == kid)
+
+
+def _work(launch: Launch) -> float:
+    return float(launch.metrics[WORK])  # type: ignore[arg-type]
+
+
+def test_a_skipped_kernel_counts_its_recorded_launches_and_none_in_each_file() -> None:
+    """A kernel only some recorded runs launched, absent from the check: its verdict still says
+    how often the baseline recorded it a run, and 0 launches in every capture file."""
+    baseline, capture = _moe()
+    result = check(baseline, capture)
+    skipped = [v for v in result.verdicts if v.state is KernelState.SKIPPED]
+    assert skipped
+    entries = {k.id: k for k in baseline.kernels}
+    for v in skipped:
+        kernel = entries[v.kernel]
+        assert kernel.seen_in is not None and kernel.launches is not None
+        assert v.launches is not None
+        assert v.launches.baseline == float(kernel.launches)
+        assert v.launches.current == (0,) * len(capture.paths)
+        assert v.name == (kernel.name or kernel.match.name)
+
+
+def _work_gone(factors: tuple[float, ...] = (0.3,)) -> tuple[KernelVerdict, list[float], Launch]:
+    """The encoder's big GEMM class (#work2) running `factors` x the small class's
+    instructions, one launch each (tests/test_work_classes.py: 0.3 alone; the others are
+    copies of its launch after the capture's last): missing, its work replaced by classes of
+    other work."""
+    baseline, capture = _encoder()
+    nvjet = sorted((la for la in capture.launches if la.name == NVJET), key=lambda la: la.index)
+    big = next(la for la in nvjet if _work(la) > 1e6)
+    small = next(la for la in nvjet if _work(la) < 1e6)
+    now = [_work(small) * f for f in factors]
+    last = max(la.index for la in capture.launches)
+    changed = replace(big, metrics={**big.metrics, WORK: now[0]})
+    copies = tuple(
+        replace(big, index=last + i, metrics={**big.metrics, WORK: w})
+        for i, w in enumerate(now[1:], start=1)
+    )
+    launches = tuple(changed if la is big else la for la in capture.launches) + copies
+    moved = replace(capture, launches=launches)
+    return _verdict(check(baseline, moved).verdicts, f"{NVJET} #work2"), now, big
+
+
+def test_a_missing_work_class_names_the_work_that_runs_now_and_its_kernel() -> None:
+    verdict, (now,), big = _work_gone()
+    assert verdict.state is KernelState.MISSING
+    # The entry's id carries the class (#work2); its name is the kernel's.
+    assert verdict.name == NVJET
+    assert f"now run other work ({now:,.0f} instructions)" in verdict.message
+    # The class's work as its entry recorded it (the recorded runs', not this capture's).
+    entry = next(k for k in _encoder()[0].kernels if k.id == verdict.kernel)
+    recorded = recorded_work(entry)
+    assert recorded is not None and abs(recorded - _work(big)) < 0.01 * recorded
+    assert f"recorded at {recorded:,.0f} instructions a launch" in verdict.message
+    # The recorded count a run (one launch of the big class in each recorded run).
+    assert verdict.launches is not None and verdict.launches.baseline == 1.0
+    assert verdict.launches.current == (0,)
+
+
+def test_a_work_class_replaced_by_four_names_three_of_their_counts() -> None:
+    verdict, now, _ = _work_gone((0.3, 0.1, 0.03, 0.01))
+    assert verdict.state is KernelState.MISSING and len(verdict.related) == 4
+    named = [w for w in now if f"{w:,.0f}" in verdict.message]
+    assert len(named) == 3, verdict.message
+
+
+def _reshaped(count: int) -> tuple[KernelVerdict, list[tuple[int, int, int]]]:
+    """The encoder's layer norm (3 launches at grid 2048, one entry) launched at `count` other
+    grids, one launch each (copies of its first launch after the last launch where it had
+    fewer): the same kernel at new shapes, so missing with the shapes it now runs."""
+    baseline, capture = _encoder()
+    ours = sorted((la for la in capture.launches if LAYER_NORM in la.name), key=lambda la: la.index)
+    last = max(la.index for la in capture.launches)
+    copies = [replace(ours[0], index=last + 1 + i) for i in range(count - len(ours))]
+    grids = [(1024 >> i, 1, 1) for i in range(count)]
+    moved = {id(la): g for la, g in zip([*ours, *copies], grids, strict=True)}
+    launches = tuple(
+        replace(la, grid=moved[id(la)]) if id(la) in moved else la
+        for la in (*capture.launches, *copies)
+    )
+    entry = next(k for k in baseline.kernels if LAYER_NORM in k.id)
+    return _verdict(check(baseline, replace(capture, launches=launches)).verdicts, entry.id), grids
+
+
+def test_a_kernel_at_new_shapes_is_missing_with_at_most_three_shapes_and_four_names() -> None:
+    """Five new shapes: the message names three of them, the evidence four kernels, the
+    verdict relates all five (the report's other lines list the rest)."""
+    verdict, grids = _reshaped(5)
+    assert verdict.state is KernelState.MISSING
+    assert verdict.message.startswith("launch shape changed: recorded at grid (2048, 1, 1)")
+    named = [g for g in grids if f"grid {g} " in verdict.message]
+    assert len(named) == 3, verdict.message
+    assert len(verdict.related) == 5
+    (cause,) = verdict.causes
+    assert cause.title == "Launch shape changed"
+    (evidence,) = cause.evidence
+    assert isinstance(evidence.after, str) and len(evidence.after.split("; ")) == 4
+
+
+def test_three_new_shapes_are_each_named_in_the_message() -> None:
+    verdict, grids = _reshaped(3)
+    assert verdict.state is KernelState.MISSING
+    assert all(f"grid {g} block" in verdict.message for g in grids), verdict.message
+
+
+def _groups(count: int) -> tuple[list[KernelGroup], dict[KernelKey, str]]:
+    keys = [KernelKey(f"k{i}", (i + 1, 1, 1), (32, 1, 1)) for i in range(count)]
+    return [KernelGroup(k, ()) for k in keys], {k: f"id{i}" for i, k in enumerate(keys)}
+
+
+@pytest.mark.parametrize("count", [1, 4, 5, 7])
+def test_the_replacing_kernels_are_listed_up_to_four(count: int) -> None:
+    """A kernel replaced by several new ones: its message names four at most, then how many
+    more (no real capture replaces a kernel by more than four)."""
+    groups, ids = _groups(count)
+    shown = min(count, 4)
+    expected = ", ".join(f"id{i}" for i in range(shown))
+    if count > 4:
+        expected += f" and {count - 4} more"
+    assert absent._names(groups, ids) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        FIELD / "h100" / "h100-e" / "hf-decoder-run1.csv.gz",
+        ROOT / "tests" / "data" / "h100" / "zoo-good-full-run1.csv.gz",
+    ],
+    ids=lambda p: p.name,
+)
+def test_a_diagnosis_capture_lends_the_mean_of_a_kernels_launches(
+    tmp_path: Path, source: Path
+) -> None:
+    """perfgate.ingest.phases.fold_diagnosis: a gate capture derived from a real full capture
+    (tests/twophase_data.gate_capture) completed by that capture's launches: each counter the
+    gate set lacks is, on every launch of a kernel, the mean of the diagnosis launches of the
+    same name and shape, never one of them (the largest, the first); a value that is not a
+    number (ncu's "no data") is the first launch's that has one."""
+    gate = read_capture(gate_capture(source, tmp_path / "gate.csv"))
+    diagnosis = read_capture(source)
+    folded = fold_diagnosis(gate, diagnosis)
+    extra = sorted(diagnosis.columns - gate.columns)
+    assert extra
+    donors: dict[tuple[object, ...], list[Launch]] = {}
+    for la in diagnosis.launches:
+        donors.setdefault((la.name, la.grid, la.block), []).append(la)
+    varied = labels = 0
+    for la in folded.launches:
+        own = donors[(la.name, la.grid, la.block)]
+        for column in extra:
+            values = [d.metrics.get(column) for d in own]
+            numbers = [v for v in values if isinstance(v, float)]
+            if numbers:
+                assert la.metrics[column] == pytest.approx(sum(numbers) / len(numbers), rel=1e-12)
+                varied += len(set(numbers)) > 1
+            elif any(v is not None for v in values):
+                assert la.metrics[column] == next(v for v in values if v is not None)
+                labels += 1
+    # Kernels whose counters differ between their launches, where a mean is no one launch's
+    # value; the zoo's full capture has ncu's "no data" for its spilling counters.
+    assert varied > 0
+    assert labels > 0 or "zoo" not in source.name
+
+
+def test_a_diagnosis_capture_of_another_gpu_is_told_by_its_sidecar() -> None:
+    """perfgate.ingest.phases.same_program: a diagnosis capture whose launches name no device
+    (a capture without the device columns) is of the GPU its sidecar says: an H200 sidecar, or
+    another compute capability, beside a real H100 gate capture is refused."""
+    gate = read_captures([ENCODER / "h100-a" / "hf-encoder-run1.csv.gz"])
+    assert {la.device for la in gate.launches} == {"NVIDIA H100 80GB HBM3"}
+    bare = replace(gate, launches=tuple(replace(la, device=None, cc=None) for la in gate.launches))
+    same_program(
+        gate,
+        bare,
+        "d.csv",
+        meta=CaptureMeta("d.csv.meta.json", gpu="NVIDIA H100 80GB HBM3", cc="9.0"),
+    )
+    for gpu, cc in (("NVIDIA H200", "9.0"), ("NVIDIA H100 80GB HBM3", "10.0")):
+        with pytest.raises(CaptureError, match="a diagnosis capture of another GPU"):
+            same_program(gate, bare, "d.csv", meta=CaptureMeta("d.csv.meta.json", gpu=gpu, cc=cc))
+
+
+def test_a_user_kernel_replaced_by_another_is_no_librarys_pick() -> None:
+    """perfgate.causes.substitution: the zoo's own zoo_registers (user code, no library
+    family) replaced by a kernel of another name launched where it ran. SYNTHETIC, from the
+    real tests/data/h100/zoo-good-short-run1.csv: its launches renamed zoo2_registers. No
+    library picked it: the cause says what replaced the kernel, never "<family> picked a
+    different kernel" (a family of None)."""
+    baseline = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
+    capture = read_captures([data("zoo-good-short-run1.csv")])
+    renamed = tuple(
+        replace(la, name=la.name.replace("zoo_registers", "zoo2_registers"))
+        if la.name.startswith("zoo_registers(")
+        else la
+        for la in capture.launches
+    )
+    assert renamed != capture.launches
+    result = check(baseline, replace(capture, launches=renamed))
+    (missing,) = [v for v in result.verdicts if v.state is KernelState.MISSING]
+    assert missing.kernel == "zoo_registers" and missing.family is None
+    assert missing.related == ("zoo2_registers",)
+    (cause,) = missing.causes
+    assert cause.mechanism == "substitution"
+    assert "picked" not in cause.title and "None" not in cause.title, cause.title
+    assert cause.title.startswith("the kernel was replaced by 1 kernel"), cause.title
+
+
+def _split_zoo() -> Capture:
+    """SYNTHETIC, from the real tests/data/h100/zoo-good-short-run1.csv (as
+    tests/test_split.py): the last of zoo_registers' three launches runs 1.4 x its
+    instructions, so its launches split into two work classes its entry does not have."""
+    capture = read_captures([data("zoo-good-short-run1.csv")])
+    ours = [la for la in capture.launches if la.name.startswith("zoo_registers(")]
+    last = max(ours, key=lambda la: la.index)
+    grown = replace(last, metrics={**last.metrics, WORK: _work(last) * 1.4})
+    return replace(capture, launches=tuple(grown if la is last else la for la in capture.launches))
+
+
+def _split_verdict(settings: CheckSettings) -> tuple[KernelVerdict, Launch]:
+    baseline = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
+    capture = _split_zoo()
+    verdict = _verdict(check(baseline, capture, settings).verdicts, "zoo_registers")
+    assert verdict.matched_by == SPLIT, verdict.message
+    grown = max(
+        (la for la in capture.launches if la.name.startswith("zoo_registers(")),
+        key=_work,
+    )
+    return verdict, grown
+
+
+def _states(verdict: KernelVerdict) -> dict[str, State]:
+    names = [c.metric for c in verdict.comparisons]
+    # Each metric once: the counts per run from the whole kernel, the rest from one class.
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    return {c.metric: c.state for c in verdict.comparisons}
+
+
+def test_a_split_kernel_judges_its_counts_per_run_once_over_all_its_launches() -> None:
+    verdict, grown = _split_verdict(CheckSettings())
+    states = _states(verdict)
+    # Three launches in the one capture file, as recorded: the count and total time pass.
+    assert states["launches"] is State.PASS and states["total_time"] is State.PASS
+    assert states["instructions_executed"] is State.REGRESSED
+    assert verdict.state is KernelState.REGRESSED
+    # The worst class is the grown launch alone, with its instruction count.
+    assert f"(1 launch, {_work(grown):,.0f} instructions): regressed" in verdict.message
+
+
+@pytest.mark.parametrize("other", ["scope", "basis"])
+def test_a_split_kernel_of_another_scope_or_basis_skips_only_what_that_changes(
+    other: str,
+) -> None:
+    """Another scope: its launch count and total time are not compared, never judged;
+    another time basis: its durations and DRAM bytes, and its launch count is judged."""
+    reason = "a test's reason"
+    settings = CheckSettings(other_scope=reason if other == "scope" else "")
+    if other == "basis":
+        settings = CheckSettings(other_basis=reason)
+    verdict, _ = _split_verdict(settings)
+    states = _states(verdict)
+    skipped = {State.UNJUDGED, State.SKIPPED}
+    unjudged = {m for m, s in states.items() if s in skipped}
+    if other == "scope":
+        assert unjudged == {"launches", "total_time"}
+    else:
+        assert unjudged == {"duration", "total_time", "dram_bytes", "dram_throughput"}
+        assert states["launches"] is State.PASS
+    assert states["instructions_executed"] is State.REGRESSED
+
+
+# Each kernel's state in a check.
+KernelStates = dict[str, KernelState]
+
+
+def _passing_route(
+    monkeypatch: pytest.MonkeyPatch, capture: str
+) -> tuple[list[tuple[str, list[Comparison] | None]], list[MetricBaseline], KernelStates]:
+    """A check of a real zoo capture against baselines/h100/zoo.yaml with the all-pass route
+    watched: what Passing.comparisons gave per kernel, and which metrics it sent the plain
+    way (compare_one)."""
+    given: list[tuple[str, list[Comparison] | None]] = []
+    plain: list[MetricBaseline] = []
+    comparisons = passing.Passing.comparisons
+
+    def watched(self: passing.Passing, kernel: KernelBaseline, *rest: Any) -> Any:
+        got = comparisons(self, kernel, *rest)
+        given.append((kernel.id, got))
+        return got
+
+    def one(kernel: KernelBaseline, metric: MetricBaseline, *rest: Any) -> Any:
+        plain.append(metric)
+        return compare_one(kernel, metric, *rest)
+
+    monkeypatch.setattr(passing.Passing, "comparisons", watched)
+    monkeypatch.setattr(passing, "compare_one", one)
+    baseline = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
+    result = check(baseline, read_captures([data(capture)]))
+    return given, plain, {v.kernel: v.state for v in result.verdicts}
+
+
+def test_kernels_that_pass_take_the_column_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """perfgate.verdicts.passing (docs/scale.md): on the unchanged zoo build every kernel
+    passes, and each gets its comparisons from the all-pass route; only a label, a metric
+    with a bound of its own, or a count per capture file goes the plain way."""
+    given, plain, states = _passing_route(monkeypatch, "zoo-good-short-run1.csv")
+    assert set(states.values()) == {KernelState.PASS}
+    assert sorted(k for k, _ in given) == sorted(states)
+    for kid, got in given:
+        assert got is not None, kid
+        assert all(c.state is State.PASS for c in got), kid
+    assert plain
+    for m in plain:
+        own = m.threshold is not None or m.check is not None
+        assert isinstance(m.value, str) or own or m.name == "launches", m.name
+    # Metrics without a bound of their own do exist in the zoo baseline: they took the
+    # column route, never the plain way.
+    entries = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml").kernels
+    columns = {
+        m.name
+        for k in entries
+        for m in k.metrics
+        if m.threshold is None and m.check is None and not isinstance(m.value, str)
+    }
+    assert columns - {"launches"}
+    assert not {m.name for m in plain} & (columns - {"launches"})
+
+
+def test_a_kernel_that_moved_leaves_the_all_pass_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The regressed zoo build: a kernel whose metric moved gets None from the all-pass route
+    (it is compared and diagnosed metric by metric); a list it gives holds passes only."""
+    given, _, states = _passing_route(monkeypatch, "zoo-bad-short-run1.csv")
+    regressed = {k for k, s in states.items() if s is KernelState.REGRESSED}
+    assert regressed
+    for kid, got in given:
+        if kid in regressed:
+            assert got is None, kid
+        elif got is not None:
+            assert all(c.state is State.PASS for c in got), kid
