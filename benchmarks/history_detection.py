@@ -30,11 +30,15 @@ start, the held-back one included, and reports apart.
     python benchmarks/history_detection.py --metric dram_bytes --metric instructions_executed
     python benchmarks/history_detection.py --quick         # every 4th kernel (a smoke run)
     python benchmarks/history_detection.py --cost          # seconds per series of 100 to 3000 runs
+    python benchmarks/history_detection.py --noise         # one run's spread per duration band
+    python benchmarks/history_detection.py --drift-only    # the drift rule alone, in seconds
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import statistics
 import sys
 import time
@@ -50,6 +54,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from noise_model import band_of, kernels_of  # noqa: E402
 
+from perfgate.history import changepoints  # noqa: E402
 from perfgate.history.changepoints import (  # noqa: E402
     DEFAULT,
     DEFAULT_DRIFT,
@@ -178,6 +183,29 @@ def _new(found: Sequence[int], known: list[int]) -> list[int]:
     return fresh
 
 
+PERSIST = 1  # --drift-persist: runs in a row the drift rule must flag (1: the run alone)
+
+
+def flagged(values: Sequence[float], t: int, rule: DriftRule, direction: Direction) -> bool:
+    """Whether the drift rule flags run t (1-based) of main, and each of the PERSIST - 1 runs
+    before it against its own recent history."""
+    for j in range(t - PERSIST, t):
+        got = drift(values[:j], values[j], direction, rule) if j >= 0 else None
+        if got is None or not got.drifted:
+            return False
+    return True
+
+
+def mean_absolute_spread(values: Sequence[float]) -> float:
+    """--drift-spread mean-absolute: sqrt(pi)/2 times the mean absolute difference of
+    consecutive runs, the estimator the mean square one replaced (docs/history.md)."""
+    if len(values) < 2:
+        return 0.0
+    return (
+        math.sqrt(math.pi) / 2 * statistics.fmean(abs(b - a) for a, b in itertools.pairwise(values))
+    )
+
+
 def false_alarms(
     values: Sequence[float], find: Finder, rule: DriftRule, direction: Direction
 ) -> tuple[int, int]:
@@ -186,8 +214,7 @@ def false_alarms(
     points = flags = 0
     for t in range(WARMUP + 1, WARMUP + UNCHANGED + 1):
         points += len(_new(find(values[:t]), known))
-        got = drift(values[: t - 1], values[t - 1], direction, rule)
-        flags += bool(got and got.drifted)
+        flags += flagged(values, t, rule, direction)
     return points, flags
 
 
@@ -199,8 +226,7 @@ def delays(
     for t in range(T0 + 1, T0 + HORIZON + 1):
         if point is None and any(c >= T0 - TOLERANCE for c in find(values[:t])):
             point = t - T0
-        got = drift(values[: t - 1], values[t - 1], direction, rule)
-        if flag is None and got is not None and got.drifted:
+        if flag is None and flagged(values, t, rule, direction):
             flag = t - T0
         if point is not None and flag is not None:
             break
@@ -231,15 +257,20 @@ class Tally:
 
 
 def evaluate(
-    all_series: Sequence[KernelSeries], detection: Detection, rule: DriftRule, seed: int
+    all_series: Sequence[KernelSeries],
+    detection: Detection,
+    rule: DriftRule,
+    seed: int,
+    with_points: bool = True,
 ) -> dict[tuple[str, str, str], Tally]:
+    """with_points=False (--drift-only): no change points looked for; the drift rule alone."""
     tallies: dict[tuple[str, str, str], Tally] = {}
     for i, ks in enumerate(all_series):
         defn = lookup(ks.metric)
         exact = defn.noise is Noise.EXACT
 
         def find(v: Sequence[float], exact: bool = exact) -> list[int]:
-            return change_points(v, exact=exact, detection=detection)
+            return change_points(v, exact=exact, detection=detection) if with_points else []
 
         rng = np.random.default_rng([seed, i])
         for key in ((ks.gpu, ks.metric, ks.band), (ks.gpu, ks.metric, "all")):
@@ -289,6 +320,25 @@ def report(tallies: dict[tuple[str, str, str], Tally], out: Callable[[str], None
                 f"{t.alarms[method] * per100:.2f} |")  # fmt: skip
 
 
+def noise(all_series: Sequence[KernelSeries], seed: int, out: Callable[[str], None]) -> None:
+    """Per GPU and duration band: one run's spread (the drift rule's, over main's resampled
+    history of WARMUP + UNCHANGED runs) relative to the kernel's median, and the share of
+    series a +5% step moves beyond 3 such spreads."""
+    out(
+        "| GPU | duration band | series | spread: median | 75th percentile | +5% beyond 3 spreads |"
+    )
+    out("|---|---|---|---|---|---|")
+    spreads: dict[tuple[str, str], list[float]] = {}
+    for i, ks in enumerate(all_series):
+        values = resample(ks.starts, WARMUP + UNCHANGED, np.random.default_rng([seed, i]))
+        relative = changepoints.spread(values) / abs(statistics.median(values))
+        spreads.setdefault((ks.gpu, ks.band), []).append(relative)
+    for (gpu, band), got in sorted(spreads.items()):
+        beyond = sum(3 * r < 0.05 for r in got) / len(got)
+        out(f"| {gpu} | {band} | {len(got)} | {statistics.median(got):.2%} | "
+            f"{float(np.percentile(got, 75)):.2%} | {beyond:.0%} |")  # fmt: skip
+
+
 def cost(out: Callable[[str], None]) -> None:
     """Seconds for change_points on series of n runs: unchanged (real H100 decoder-kernel
     noise shape: Student t, 3 degrees of freedom, 0.5%) and with two levels."""
@@ -313,6 +363,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--metric", action="append", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cost", action="store_true")
+    parser.add_argument("--noise", action="store_true", help="one run's spread per band")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--significance", type=float, default=DEFAULT.significance)
     parser.add_argument("--min-size", type=int, default=DEFAULT.min_size)
@@ -320,7 +371,18 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--drift-runs", type=int, default=DEFAULT_DRIFT.runs)
     parser.add_argument("--drift-spreads", type=float, default=DEFAULT_DRIFT.spreads)
     parser.add_argument("--drift-floor", type=float, default=DEFAULT_DRIFT.floor)
+    parser.add_argument("--drift-persist", type=int, default=1)
+    parser.add_argument(
+        "--drift-spread", choices=("mean-square", "mean-absolute"), default="mean-square"
+    )
+    parser.add_argument(
+        "--drift-only", action="store_true", help="the drift rule alone (seconds, not minutes)"
+    )
     args = parser.parse_args(argv)
+    global PERSIST
+    PERSIST = args.drift_persist
+    if args.drift_spread == "mean-absolute":  # the rule's own estimator, replaced for a run
+        changepoints.spread = mean_absolute_spread
     if args.cost:
         cost(print)
         return 0
@@ -333,9 +395,13 @@ def main(argv: Sequence[str]) -> int:
     series = [s for c in CORPORA for s in kernel_series(c, metrics, args.held_back)]
     if args.quick:
         series = series[::4]
-    tallies = evaluate(series, detection, rule, args.seed)
+    if args.noise:
+        noise(series, args.seed, print)
+        return 0
+    tallies = evaluate(series, detection, rule, args.seed, with_points=not args.drift_only)
     print(f"{'every start, the held-back ones in' if args.held_back else 'tuning starts'}: "
-          f"{len(series)} kernel series; {detection}; {rule}; "
+          f"{len(series)} kernel series; {detection}; {rule}; spread {args.drift_spread}, "
+          f"persist {args.drift_persist}{', drift rule only' if args.drift_only else ''}; "
           f"{time.monotonic() - began:.0f} s")  # fmt: skip
     report(tallies, print)
     return 0

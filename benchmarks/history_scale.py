@@ -20,6 +20,7 @@ default durability (fsync on), since SQLite's store syncs its commits too.
     python benchmarks/history_scale.py                    # the figures in docs/history.md
     python benchmarks/history_scale.py --points 200000    # a quick run
     python benchmarks/history_scale.py --engines sqlite --points 1000000 --keep /tmp/h.db
+    python benchmarks/history_scale.py --engines postgres --versus-v3    # version 3's read too
 """
 
 from __future__ import annotations
@@ -227,6 +228,75 @@ def _reads(db: str, args: argparse.Namespace, count: int) -> tuple[list[float], 
     return reads, queries
 
 
+# --versus-v3: schema version 3's read of a series, for a comparison on one database: the
+# kernel's runs joined to `runs` and `results` (their time, commit, branch, fingerprint)
+# through version 3's index of the kernels, and the points read apart.
+V3_INDEX = """CREATE INDEX IF NOT EXISTS kernels_by_series_v3 ON kernels (kernel, run_id,
+    result_index, kernel_index, name, finding_mechanism, finding_title)"""
+V3_KERNELS = """SELECT k.run_id, k.result_index, k.kernel_index, r.recorded_at, r.commit_sha,
+    r.branch, s.fingerprint, k.name, k.finding_mechanism, k.finding_title FROM kernels k
+    JOIN results s ON s.run_id = k.run_id AND s.result_index = k.result_index
+    JOIN runs r ON r.run_id = k.run_id WHERE k.kernel = ?"""
+V3_POINTS = """SELECT run_id, result_index, kernel_index, metric, state, value_number,
+    value_text, baseline_number, unit, bound FROM metrics WHERE kernel = ? AND metric = ?"""
+
+
+def _v3_series_rows(store: Any, kernel: str, metric: str | None) -> list[tuple[Any, ...]]:
+    """Version 3's SqlStore.series_rows (commit 300e6b7), one metric's series."""
+    with store._snapshot() as cur:
+        cur.execute(store.q(V3_KERNELS), (kernel,))
+        where = {(r[0], r[1], r[2]): r for r in cur.fetchall()}
+        cur.execute(store.q(V3_POINTS), (kernel, metric))
+        points = cur.fetchall()
+    rows = []
+    for rid, ri, ki, name_of_metric, state, number, text, baseline, unit, bound in points:
+        k = where.get((rid, ri, ki))
+        if k is not None:
+            rows.append(
+                (rid, k[3], k[4], k[5], k[6], k[7], name_of_metric, state, number, text,
+                 baseline, unit, bound, k[8], k[9])
+            )  # fmt: skip
+    rows.sort(key=lambda r: (r[1], r[0], r[6]))
+    return rows
+
+
+def versus_v3(engine: str, db: str, args: argparse.Namespace, count: int) -> dict[str, Any]:
+    """Version 3's read and this one's alternated on the same database, 2 x QUERIES each
+    (the same kernels and metrics, the order flipped every other pair): median ms,
+    connecting included and the read alone."""
+    from perfgate.history.sqlstore import SqlStore
+
+    _raw(engine, db, V3_INDEX)
+    _raw(engine, db, "VACUUM ANALYZE kernels" if engine == "postgres" else "ANALYZE")
+    rng = random.Random(args.seed + 2)
+    base = template()
+    own = SqlStore.series_rows
+    got: dict[str, tuple[list[float], list[float]]] = {"v3": ([], []), "v4": ([], [])}
+    try:
+        for i in range(2 * QUERIES):
+            k = rng.randrange(args.kernels)
+            real = base[k % len(base)]
+            kernel = f"{real.kernel}_{k:03d}"
+            metric = rng.choice([m.metric for m in real.metrics])
+            for version in ("v3", "v4") if i % 2 else ("v4", "v3"):
+                SqlStore.series_rows = own if version == "v4" else _v3_series_rows  # type: ignore[method-assign]
+                began = time.perf_counter()
+                with open_store(db, create=False) as store:
+                    opened = time.perf_counter()
+                    found = series(store, kernel, metric)
+                done = time.perf_counter()
+                got[version][0].append((done - began) * 1000)
+                got[version][1].append((done - opened) * 1000)
+                assert sum(len(s.points) for s in found) == count
+    finally:
+        SqlStore.series_rows = own  # type: ignore[method-assign]
+    return {
+        f"{version}_{what}_ms_median": round(statistics.median(values), 1)
+        for version, pair in got.items()
+        for what, values in zip(("read", "query"), pair, strict=True)
+    }
+
+
 def measure(engine: str, db: str, args: argparse.Namespace, count: int) -> Figures:
     open_store(db).close()
     empty = _size(engine, db)
@@ -238,7 +308,10 @@ def measure(engine: str, db: str, args: argparse.Namespace, count: int) -> Figur
     used = _size(engine, db) - empty
     index = _index_bytes(engine, db)
     reads, queries = _reads(db, args, count)
-    return Figures(engine, count, points, ingest, used, index, reads, queries, count)
+    figures = Figures(engine, count, points, ingest, used, index, reads, queries, count)
+    if args.versus_v3:
+        print(f"  {engine}, schema version 3 against 4: {versus_v3(engine, db, args, count)}")
+    return figures
 
 
 def _postgres(url: str | None) -> Iterator[str]:
@@ -268,6 +341,11 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument(
+        "--versus-v3",
+        action="store_true",
+        help="then time schema version 3's series read against this one's, alternated",
+    )
     args = parser.parse_args()
     per_run = sum(len(template()[k % 10].metrics) for k in range(args.kernels))
     count = max(1, round(args.points / per_run))

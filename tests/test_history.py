@@ -248,19 +248,46 @@ def test_a_kernels_series_of_one_metric_is_read_through_its_index(
         store.store(fam_b_record)
     with sqlite3.connect(tmp_path / "h.db") as con:
         plans = [
-            " ".join(str(row[3]) for row in con.execute(f"EXPLAIN QUERY PLAN {q}", args))
+            [str(row[3]) for row in con.execute(f"EXPLAIN QUERY PLAN {q}", args)]
             for q, args in (
-                (sql.SERIES_POINTS_OF_METRIC, ("k", "duration")),
+                (sql.SERIES_OF_METRIC, ("duration", "k")),
                 (sql.SERIES_POINTS, ("k",)),
                 (sql.SERIES_KERNELS, ("k",)),
             )
         ]
-    # COVERING: the index holds every column read; the tables' pages are not visited.
-    covering = "SEARCH metrics USING COVERING INDEX metrics_by_series"
-    assert plans[0] == f"{covering} (kernel=? AND metric=?)"
-    assert plans[1] == f"{covering} (kernel=?)"
-    assert plans[2] == "SEARCH kernels USING COVERING INDEX kernels_by_series (kernel=?)"
-    assert "SCAN" not in " ".join(plans)
+    # COVERING: the index holds every column read; the tables' pages are not visited. One
+    # metric: the kernel's runs in order, each run's point one seek of the points' index.
+    covering = "USING COVERING INDEX"
+    assert plans[0] == [
+        f"SEARCH k {covering} kernels_by_series (kernel=?)",
+        f"SEARCH m {covering} metrics_by_series (kernel=? AND metric=? AND run_id=? AND "
+        "result_index=? AND kernel_index=?)",
+    ]
+    assert plans[1] == [f"SEARCH metrics {covering} metrics_by_series (kernel=?)"]
+    assert plans[2] == [f"SEARCH kernels {covering} kernels_by_series (kernel=?)"]
+    assert "SCAN" not in repr(plans)
+
+
+def test_one_metrics_series_is_the_same_read_alone_or_with_every_metric(
+    fam_b_record: RunRecord, tmp_path: Path
+) -> None:
+    """A metric's series is read by a join (sql.SERIES_OF_METRIC), every metric's by two
+    ranges paired in Python: the same points, named by the newest run."""
+    kernel = fam_b_record.results[0].kernels[0]
+    renamed = replace(kernel, name=kernel.name + " (renamed)")
+    newest = replace(fam_b_record.results[0], kernels=(renamed,))
+    with SqliteStore(tmp_path / "h.db") as store:
+        for i in range(3):
+            ctx = replace(CONTEXT, run_id=f"r{i}", recorded_at=f"2026-01-0{i + 1}T00:00:00")
+            store.store(replace(fam_b_record, context=ctx))
+        ctx = replace(CONTEXT, run_id="r3", recorded_at="2026-01-04T00:00:00")
+        store.store(replace(fam_b_record, context=ctx, results=(newest,)))
+        every = series(store, kernel.kernel)
+        assert len(every) == len(kernel.metrics) and all(len(s.points) == 4 for s in every)
+        for s in every:
+            assert series(store, kernel.kernel, s.metric) == [s]
+            assert s.name == renamed.name
+            assert [p.run_id for p in s.points] == ["r0", "r1", "r2", "r3"]
 
 
 def test_reading_a_current_history_waits_for_no_writer(

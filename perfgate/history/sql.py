@@ -115,10 +115,11 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "a kernel's runs without a join",
         (
             # Version 3 read a kernel's runs joined to `runs` and `results` for their time,
-            # commit, branch and fingerprint: a hash join of both tables per read, 20 to 37 ms
-            # of PostgreSQL's 88 at 10 million points (docs/history.md "Scale"). Each kernel row
-            # keeps its run's four (a few hundred bytes a kernel, against a run's ~2,400 metric
-            # rows), so kernels_by_series gives them from one range. The kernel's name leaves
+            # commit, branch and fingerprint: PostgreSQL hashed both whole tables per read, a
+            # cost that grows with every run kept rather than with the series read. Each
+            # kernel row keeps its run's four (a few hundred bytes a kernel, against a run's
+            # ~2,400 metric rows), so kernels_by_series gives them from one range
+            # (docs/history.md "Scale"). The kernel's name leaves
             # the index: a demangled template's can pass the 2,704 bytes a PostgreSQL index
             # entry may hold, and a series needs it from its newest run only.
             "ALTER TABLE kernels ADD COLUMN recorded_at TEXT",
@@ -207,19 +208,35 @@ BASELINES = "SELECT DISTINCT baseline FROM results"
 RUN_IDS_OF_BASELINE = """SELECT run_id FROM runs WHERE run_id IN
     (SELECT run_id FROM results WHERE baseline = ?) ORDER BY recorded_at, run_id"""
 
-# A kernel's series, in two ranges of two indexes and no join (migrations 3 and 4): the
+# A kernel's series, from two indexes (migrations 3 and 4): kernels_by_series holds the
 # kernel in each run it was checked in, with the run's time, commit, branch and fingerprint
-# (its key: the same for thousands of points; queries.series reads its fields once); and its
-# metrics' points, which sqlstore.series_rows pairs with them. (No `? IS NULL` for an optional
-# filter: PostgreSQL cannot type such a parameter.)
+# (its key: the same for thousands of points; queries.series reads its fields once), and
+# metrics_by_series its metrics' points. Both are ordered by run within a kernel (and metric),
+# so one metric's series is one range of each, joined in that order (PostgreSQL: a merge join;
+# SQLite: a seek of the points' index per run, every column in the index): one statement and
+# no pairing in Python (docs/history.md "Scale"). Every metric of a kernel is not one
+# range of metrics_by_series (the metric comes before the run): the two ranges are read apart
+# and paired by sqlstore.series_rows. The rows come in SERIES_COLUMNS' order either way. (No
+# `? IS NULL` for an optional filter: PostgreSQL cannot type such a parameter.)
+SERIES_COLUMNS = (
+    "run_id", "recorded_at", "commit_sha", "branch", "fingerprint", "result_index",
+    "kernel_index", "metric", "state", "value_number", "value_text", "baseline_number", "unit",
+    "bound", "finding_mechanism", "finding_title",
+)  # fmt: skip
+SERIES_OF_METRIC = """SELECT k.run_id, k.recorded_at, k.commit_sha, k.branch, k.fingerprint,
+    k.result_index, k.kernel_index, m.metric, m.state, m.value_number, m.value_text,
+    m.baseline_number, m.unit, m.bound, k.finding_mechanism, k.finding_title
+    FROM kernels k JOIN metrics m ON m.kernel = k.kernel AND m.metric = ?
+        AND m.run_id = k.run_id AND m.result_index = k.result_index
+        AND m.kernel_index = k.kernel_index
+    WHERE k.kernel = ?"""
 SERIES_KERNELS = """SELECT run_id, result_index, kernel_index, recorded_at, commit_sha, branch,
     fingerprint, finding_mechanism, finding_title FROM kernels WHERE kernel = ?"""
-# The kernel's name in one run (a series names it as its newest run does).
-KERNEL_NAME = """SELECT name FROM kernels
-    WHERE run_id = ? AND result_index = ? AND kernel_index = ?"""
 SERIES_POINTS = """SELECT run_id, result_index, kernel_index, metric, state, value_number,
     value_text, baseline_number, unit, bound FROM metrics WHERE kernel = ?"""
-SERIES_POINTS_OF_METRIC = SERIES_POINTS + " AND metric = ?"
+# The kernel's name in one run (a series is named as its newest run names the kernel).
+KERNEL_NAME = """SELECT name FROM kernels
+    WHERE run_id = ? AND result_index = ? AND kernel_index = ?"""
 
 # Retention. The child rows go first: a store need not rely on ON DELETE CASCADE, which
 # SQLite honours only with its foreign_keys setting on.

@@ -280,25 +280,21 @@ class SqlStore(abc.ABC):
         kernel's name is given on each series' newest point only (None on the others): a
         series is named as its newest run named the kernel."""
         with self._snapshot() as cur:
-            cur.execute(self.q(sql.SERIES_KERNELS), (kernel,))
-            where = {(r[0], r[1], r[2]): r for r in cur.fetchall()}
-            if metric is None:
-                cur.execute(self.q(sql.SERIES_POINTS), (kernel,))
+            if metric is not None:
+                cur.execute(self.q(sql.SERIES_OF_METRIC), (metric, kernel))
+                found = cur.fetchall()
             else:
-                cur.execute(self.q(sql.SERIES_POINTS_OF_METRIC), (kernel, metric))
-            points = cur.fetchall()
-            rows: list[list[Any]] = []
-            for rid, ri, ki, name_of_metric, state, number, text, baseline, unit, bound in points:
-                k = where.get((rid, ri, ki))
-                if k is not None:  # always, but for a row written between the two reads
-                    # The name's place holds the kernel's key until the names are read.
-                    rows.append(
-                        [rid, k[3], k[4], k[5], k[6], (rid, ri, ki), name_of_metric, state,
-                         number, text, baseline, unit, bound, k[7], k[8]]
-                    )  # fmt: skip
+                found = self._all_metrics(cur, kernel)
+            # Each row as SERIES_ROW, the kernel's key in the name's place until names are read.
+            rows = [
+                [rid, at, commit, branch, fp, (rid, ri, ki), name_of_metric, state, number, text,
+                 baseline, unit, bound, mechanism, title]
+                for (rid, at, commit, branch, fp, ri, ki, name_of_metric, state, number, text,
+                     baseline, unit, bound, mechanism, title) in found
+            ]  # fmt: skip
             rows.sort(key=lambda r: (r[1], r[0], r[6]))
             # Each series' (fingerprint, metric) newest row is its last. Its kernel's name is
-            # read by key, once per run: the index that gave the rows holds no names.
+            # read by key, once per run: the indexes that gave the rows hold no names.
             newest = {(r[4], r[6]): r for r in rows}
             names: dict[tuple[Any, ...], str] = {}
             for r in newest.values():
@@ -311,6 +307,33 @@ class SqlStore(abc.ABC):
         for r, name in named:
             r[5] = name
         return [tuple(r) for r in rows]
+
+    def _all_metrics(self, cur: Cursor, kernel: str) -> list[tuple[Any, ...]]:
+        """Every metric's points of a kernel, as sql.SERIES_COLUMNS: the kernel's runs and
+        its points read apart (two ranges) and paired here."""
+        cur.execute(self.q(sql.SERIES_KERNELS), (kernel,))
+        where = {(r[0], r[1], r[2]): r for r in cur.fetchall()}
+        cur.execute(self.q(sql.SERIES_POINTS), (kernel,))
+        out = []
+        for (
+            rid,
+            ri,
+            ki,
+            name_of_metric,
+            state,
+            number,
+            text,
+            baseline,
+            unit,
+            bound,
+        ) in cur.fetchall():
+            k = where.get((rid, ri, ki))
+            if k is not None:  # always: one snapshot
+                out.append(
+                    (rid, k[3], k[4], k[5], k[6], ri, ki, name_of_metric, state, number, text,
+                     baseline, unit, bound, k[7], k[8])
+                )  # fmt: skip
+        return out
 
     def prune(self, *, before: str | None = None, keep: int | None = None) -> list[str]:
         """Delete the runs recorded before `before` (ISO 8601) and those beyond the newest
