@@ -56,6 +56,7 @@ _TIME_34 = (
     "tests/test_program_rules.py",
     "tests/test_program_time.py",
     "tests/test_clock_control.py",
+    "tests/test_two_runs.py",
 )
 # The fast schema check held to jsonschema on documents generated from the schema.
 _FASTCHECK = ("tests/test_fastcheck.py",)
@@ -148,6 +149,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     # Issue 34: the common factor of a process's kernel times and the time floors.
     "perfgate/judge/common_mode.py": _TIME_34,
+    # The bounds of a check of two runs or more (kernels, and the program on H200).
+    "perfgate/judge/two_runs.py": (*_TIME_34, "tests/test_judge_rules.py"),
+    "perfgate/judge/program.py": _TIME_34,
+    "perfgate/verdicts/common_mode.py": (*_TIME_34, "tests/test_judge_rules.py"),
     "perfgate/metrics/timefloors.py": (
         *_TIME_34, "tests/test_noise_floors.py", "tests/test_family_noise.py",
     ),
@@ -221,15 +226,19 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
     "issue34": {
         "perfgate/judge/common_mode.py": frozenset({
             "weighted_median", "common_factors", "corrected_bound", "noise_words",
-            "MIN_PEER_NS", "MIN_PEERS", "MAX_COMMON", "_SAME_BOUND", "SPREAD_K", "NEAR",
+            "set_by_floor", "MIN_PEER_NS", "MIN_PEERS", "MAX_COMMON", "_SAME_BOUND",
+            "SPREAD_K", "NEAR",
         }),
         "perfgate/metrics/timefloors.py": frozenset({
             "gpu_kind", "interpolated", "time_floor_at", "corrected_floor_at",
-            "CORRECTED_FLOOR_POINTS", "TIME_FLOOR_POINTS",
+            "CORRECTED_FLOOR_POINTS", "TIME_FLOOR_POINTS", "two_run_floor_at",
+            "TWO_RUN_FLOOR_POINTS", "program_floor", "two_run_program_floor",
+            "PROGRAM_FLOORS", "TWO_RUN_PROGRAM_FLOORS",
         }),
-        "perfgate/lifecycle/program.py": frozenset(
-            {"program_floor", "program_bound", "FLOORS", "record_program"}
-        ),
+        "perfgate/lifecycle/program.py": frozenset({"program_bound", "record_program"}),
+        "perfgate/judge/two_runs.py": frozenset({"two_run_bound", "runs_words", "MIN_RUNS"}),
+        "perfgate/judge/program.py": frozenset({"check_bound", "program_state", "_SAME_BOUND"}),
+        "perfgate/verdicts/common_mode.py": frozenset({"_bounded", "time_bounds"}),
         "perfgate/baseline/fingerprint.py": frozenset({"basis_difference"}),
     },
     "issue33": {
@@ -274,6 +283,15 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
 # issue 33 added); test_check (14 s), in both lists, judges earlier issues' verdicts, not the
 # pairing of sizes and renumbered fusions, the evidence notes or the autotuner's ordering.
 SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
+    # grouping's list in MODULES serves the issue33 selection (split_work); the ids, the NVTX
+    # ranges and the pairing of work classes are read by the identity and matching tests too.
+    "deciding": {
+        "perfgate/identity/grouping.py": (
+            *_NEW_VERDICTS, *_NEW_33, "tests/test_work_classes.py",
+            "tests/test_family_identity.py", "tests/test_identity.py", "tests/test_matching.py",
+            "tests/test_split.py",
+        ),
+    },
     "issue34": {
         "perfgate/lifecycle/program.py": _TIME_34,
         "perfgate/baseline/fingerprint.py": _TIME_34,

@@ -6,21 +6,12 @@ from __future__ import annotations
 from perfgate.baseline.model import ProgramBaseline
 from perfgate.ingest.launches import Capture
 from perfgate.metrics.program import UNIT, time_per_run
-from perfgate.metrics.timefloors import gpu_kind
+from perfgate.metrics.timefloors import PROGRAM_FLOORS, gpu_kind, program_floor
 
-# What varies across machine starts, which one start's runs cannot see: the largest upward change
-# of the fastest run's total between two starts of the same build, over every start of the
-# corpus (autotuned programs aside, whose change is the autotuner's): H100 +1.36% in 126 pairs
-# (an NVRTC program), H200 +2.04% in 48 (the reductions program). Each floor is that rounded up
-# and still catches +3% on a program that did not run faster than its baseline (docs/noise.md
-# "Whole-program time", held by tests/test_program_time.py). A GPU of another kind gets the
-# widest: nothing was measured on it.
-FLOORS: dict[str, float] = {"H100": 0.02, "H200": 0.025}
+# What varies across machine starts, which one start's runs cannot see: the floors and the
+# measured moves they rest on are in perfgate.metrics.timefloors (PROGRAM_FLOORS).
+FLOORS = PROGRAM_FLOORS
 FLOOR = FLOORS["H100"]
-
-
-def program_floor(gpu: str | None) -> float:
-    return FLOORS[gpu_kind(gpu)]  # another kind is H200's, the widest (gpu_kind)
 
 
 def program_bound(runs: tuple[float, ...], gpu: str | None = "H100") -> tuple[float, str]:

@@ -24,7 +24,8 @@ def program_text(program: ProgramVerdict) -> str:
         return f"program GPU time not gated: {program.reason}"
     change = program.change
     shown = f"{change:+.1%}, " if change is not None else ""
-    bound = f"bound {program.bound:.1%}: " if program.bound is not None else ""
+    runs = " (two runs)" if program.two_runs else ""
+    bound = f"bound {program.bound:.1%}{runs}: " if program.bound is not None else ""
     before = _us(program.baseline) if program.baseline is not None else "?"
     return (
         f"program GPU time {before} -> {_us(program.current)} ({shown}{bound}"

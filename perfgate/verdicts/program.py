@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from perfgate.baseline.model import Baseline, KernelBaseline
 from perfgate.ingest.launches import Capture, Launch
-from perfgate.judge.program import program_state
+from perfgate.judge.program import check_bound, program_state
 from perfgate.judge.states import KernelState
 from perfgate.metrics.program import time_in, time_per_run
 from perfgate.verdicts.model import ProgramVerdict
@@ -63,12 +63,15 @@ def judge_program(
             reason="no capture file has gpu__time_duration.sum for every launch",
         )
     current, path = min(judged)
+    gpu = next(iter(capture.devices), None)
+    bound, two_runs = check_bound(recorded.relative, gpu, len(judged))
     return ProgramVerdict(
-        program_state(recorded.value, current, recorded.relative),
+        program_state(recorded.value, current, bound),
         baseline=recorded.value,
         current=current,
         runs=runs,
-        bound=recorded.relative,
+        bound=bound,
+        two_runs=two_runs,
         new_time=time_in(new_launches, path),
         missing_time=sum(recorded_time(k) for k in missing),
     )
