@@ -11,21 +11,24 @@ one: the test says which launches it moved; every other value is the real captur
 from __future__ import annotations
 
 import functools
+import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfgate.baseline.load import load_baseline
+from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
-from perfgate.common.errors import CaptureError
-from perfgate.identity.grouping import KernelGroup, KernelKey
+from perfgate.common.errors import BaselineError, CaptureError
+from perfgate.identity.grouping import KernelGroup, KernelKey, log_distance
 from perfgate.identity.matching import SPLIT, recorded_work
 from perfgate.ingest import read_capture, read_captures
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.ingest.meta import CaptureMeta
-from perfgate.ingest.phases import fold_diagnosis, same_program
+from perfgate.ingest.names import function_name, unqualified
+from perfgate.ingest.phases import fold_diagnosis, read_phased, same_program
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.record import RecordSettings, record
@@ -34,7 +37,7 @@ from perfgate.verdicts.check import CheckSettings, check
 from perfgate.verdicts.metric import compare_one
 from perfgate.verdicts.model import KernelVerdict
 from tests.conftest import ROOT, data
-from tests.twophase_data import gate_capture
+from tests.twophase_data import gate_capture, sidecar
 
 FIELD = Path(__file__).resolve().parent / "data" / "field"
 ENCODER = FIELD / "h100"
@@ -243,6 +246,113 @@ def test_a_diagnosis_capture_of_another_gpu_is_told_by_its_sidecar() -> None:
             same_program(gate, bare, "d.csv", meta=CaptureMeta("d.csv.meta.json", gpu=gpu, cc=cc))
 
 
+PAIR = FIELD / "twophase"
+PAIR_GATE = PAIR / "hf-decoder-regressed.csv"
+PAIR_DIAGNOSIS = PAIR / "hf-decoder-regressed.diagnosis.csv"
+
+
+def test_the_diagnosis_lends_its_units_rules_and_source_lines() -> None:
+    """The real `--phases auto` pair of tests/data/field/twophase: each counter lent keeps its
+    unit. ncu's rule results and source lines come only from a report (.ncu-rep), which this
+    pair is not: they are added to its diagnosis launches here (SYNTHETIC) and must reach the
+    gate capture's launches of those kernels, which have none of their own."""
+    gate, diagnosis = read_capture(PAIR_GATE), read_capture(PAIR_DIAGNOSIS)
+    ruled = replace(
+        diagnosis,
+        launches=tuple(
+            replace(la, rules={"R": la.name}, lines={"c": (("k.cu:1", 1.0),)})
+            for la in diagnosis.launches
+        ),
+    )
+    folded = fold_diagnosis(gate, ruled)
+    lent = [la for la in folded.launches if la.rules]
+    assert lent and all(not la.rules for la in gate.launches)
+    for la in lent:
+        assert la.lines == {"c": (("k.cu:1", 1.0),)}
+        assert unqualified(str(la.rules["R"])) == unqualified(la.name)
+    extra = diagnosis.columns - gate.columns
+    units = {c: u for d in diagnosis.launches for c, u in d.units.items() if c in extra}
+    assert units
+    for la in lent:
+        for column, unit in units.items():
+            if column in la.metrics:
+                assert la.units[column] == unit, column
+
+
+def _phased(tmp_path: Path, gate: Capture, scope: str | None) -> Capture:
+    """read_phased over a gate capture and the real pair's diagnosis capture, each with the
+    sidecar perfgate capture writes (the gate's scope as given), read from memory."""
+    files = {"gate.csv": gate, "gate.diagnosis.csv": read_capture(PAIR_DIAGNOSIS)}
+    for name in files:
+        (tmp_path / name).write_text("")
+    more = {"scope": scope} if scope else {}
+    sidecar(tmp_path / "gate.csv", "gate", diagnosis="gate.diagnosis.csv", **more)
+    sidecar(tmp_path / "gate.diagnosis.csv", "diagnosis")
+    return read_phased([str(tmp_path / "gate.csv")], lambda p: files[Path(p).name])
+
+
+def test_a_gate_capture_cut_by_its_sidecars_launch_count_compares_functions(
+    tmp_path: Path,
+) -> None:
+    """SYNTHETIC, from the real pair (as tests/test_diagnosis_refusal.py): the gate capture
+    without its CompareEqFunctor launch. Its sidecar's scope says whether a --launch-count
+    cut it: then the diagnosis may hold that kernel (the same function), else it is refused."""
+    gate = read_capture(PAIR_GATE)
+    cut = replace(
+        gate, launches=tuple(la for la in gate.launches if "CompareEqFunctor" not in la.name)
+    )
+    assert len(cut.launches) < len(gate.launches)
+    assert _phased(tmp_path, cut, "--launch-count 1000").diagnosis_paths
+    with pytest.raises(CaptureError, match="never ran in the gate capture"):
+        _phased(tmp_path, cut, None)
+
+
+def test_a_diagnosis_of_another_program_names_three_of_its_kernels() -> None:
+    """The real H100 encoder capture (h100-a) as the diagnosis of the real decoder pair's gate
+    capture: another program; the error names three of the kernels it holds that the gate
+    capture never ran, and how many more."""
+    gate = read_capture(PAIR_GATE)
+    other = read_capture(ENCODER / "h100-a" / "hf-encoder-run1.csv.gz")
+    held = {unqualified(la.name) for la in gate.launches}
+    strangers = sorted({la.name for la in other.launches if unqualified(la.name) not in held})
+    assert len(strangers) > 4
+    with pytest.raises(CaptureError) as refused:
+        same_program(gate, other, "other.csv")
+    text = str(refused.value)
+    assert f"{len(strangers)} kernels it holds never ran" in text
+    assert sum(name in text for name in strangers) == 3
+    assert f"and {len(strangers) - 3} more" in text
+
+
+def test_a_class_member_kernel_is_its_function_without_the_class() -> None:
+    """A gate capture cut by a count compares kernel functions without namespace or class
+    (ncu prints a diagnosis capture's names without them). SYNTHETIC, from the real pair: its
+    gate capture's gather kernel renamed as a member of a class template
+    (`Gather<long>::vectorized_gather_kernel`, which unqualified() keeps), the diagnosis
+    printing the bare function: the same function, accepted."""
+    gate, diagnosis = read_capture(PAIR_GATE), read_capture(PAIR_DIAGNOSIS)
+    member = "void Gather<long>::vectorized_gather_kernel<16, long>(char *)"
+    bare = "void vectorized_gather_kernel<16, long>(char *)"
+    renamed = replace(
+        gate,
+        launches=tuple(
+            replace(la, name=member) if "vectorized_gather_kernel" in la.name else la
+            for la in gate.launches
+        ),
+    )
+    plain = replace(
+        diagnosis,
+        launches=tuple(
+            replace(la, name=bare) if "vectorized_gather_kernel" in la.name else la
+            for la in diagnosis.launches
+        ),
+    )
+    assert "::" in function_name(unqualified(member))
+    same_program(renamed, plain, "d.csv", cut=True)
+    with pytest.raises(CaptureError):
+        same_program(renamed, plain, "d.csv")
+
+
 def test_a_user_kernel_replaced_by_another_is_no_librarys_pick() -> None:
     """perfgate.causes.substitution: the zoo's own zoo_registers (user code, no library
     family) replaced by a kernel of another name launched where it ran. SYNTHETIC, from the
@@ -399,3 +509,58 @@ def test_a_kernel_that_moved_leaves_the_all_pass_route(monkeypatch: pytest.Monke
             assert got is None, kid
         elif got is not None:
             assert all(c.state is State.PASS for c in got), kid
+
+
+# A one-kernel baseline with one metric (as tests/test_baseline.py writes them).
+def _one_metric(metric: str) -> str:
+    return f"format_version: 1\nkernels:\n- id: k\n  match: {{function: k}}\n  metrics:\n    {metric}\n"
+
+
+_DURATION = "duration: {value: 1000, min: 900, max: 1100, unit: ns}"
+
+
+@pytest.mark.parametrize("key", ["value", "min", "max"])
+def test_a_negative_recorded_value_is_refused_where_it_is(key: str) -> None:
+    """perfgate.baseline.validate: the schema takes any number for a metric's value, min and
+    max; counters and durations are never negative, so a negative one (a hand edit) is one
+    problem at its path, and 0 or a fraction of a unit is a value like any other."""
+    text = _one_metric(_DURATION.replace(f"{key}: ", f"{key}: -", 1))
+    with pytest.raises(BaselineError) as err:
+        parse_baseline(text, "b.yaml")
+    lines = err.value.lines()
+    assert len(lines) == 1, lines
+    assert f"$.kernels[0].metrics.duration.{key}: -" in lines[0], lines
+    assert "is negative; counters are never negative" in lines[0]
+    for fine in ("0", "0.5", "0.0"):
+        edited = re.sub(rf"\b{key}: \d+", f"{key}: {fine}", _DURATION)
+        assert edited != _DURATION
+        parse_baseline(_one_metric(edited), "b.yaml")
+
+
+@pytest.mark.parametrize(
+    "char, what", [("\x85", "NEL (U+0085)"), ("\u2028", "U+2028"), ("\u2029", "U+2029")]
+)
+def test_a_unicode_line_break_is_refused_at_its_line_and_column(char: str, what: str) -> None:
+    """YAML reads NEL, U+2028 and U+2029 as line breaks, perfgate's line edits do not: refused,
+    at the line and column (both from 1) of the first one, wherever it is."""
+    text = _one_metric(_DURATION)
+    lines = text.splitlines(keepends=True)
+    # In a comment at the end of line 3 (after its 9 characters), and as the file's first one.
+    at_end = "".join(lines[:2]) + lines[2].rstrip("\n") + f" # {char}\n" + "".join(lines[3:])
+    for edited, where in ((at_end, f"3:{len(lines[2].rstrip()) + 4}"), (char + text, "1:1")):
+        with pytest.raises(BaselineError, match=rf"{where}: a {re.escape(what)} character"):
+            parse_baseline(edited, "b.yaml")
+
+
+def test_the_log_distance_of_an_unknown_or_zero_work_is_infinite() -> None:
+    """perfgate.identity.grouping.log_distance: a work of 0 (a group without instruction
+    counts, read as 0.0 by matching) or below is infinitely far from every work, never a
+    math domain error; two known works are as far apart as their ratio, either way round."""
+    assert log_distance(0.0, 5e5) == math.inf
+    assert log_distance(5e5, 0.0) == math.inf
+    assert log_distance(-1.0, -1.0) == math.inf
+    assert log_distance(5e5, 1.5e6) == pytest.approx(math.log(3))
+    assert log_distance(1.5e6, 5e5) == pytest.approx(math.log(3))
+    # The smallest double against a million: a / b would underflow to 0.
+    assert math.isfinite(log_distance(5e-324, 1e6))
+    assert math.isfinite(log_distance(1e6, 5e-324))
