@@ -272,6 +272,21 @@ GATE_CLOCK_HELD_BACK = (
 # Gate captures of the MoE after the rule for kernels only some recorded runs launch: a fresh
 # start (h100-r, three runs) held back, against h100-m's three runs (the block as the families
 # build it, weights from torch.empty) and h100-q's (both builds, a start of its own).
+# Two-run gate starts captured after the two-run floors (kernels and program) were fixed, held
+# back and evaluated once with `--gate --two-runs --held-back`: every field workload but
+# compile-max-autotune (whose kernels Inductor re-chooses on every start) on a fresh H100 start
+# against h100-j, and the five H200 workloads on a fresh H200 start against h200-e.
+TWO_RUN_STARTS = ("h100-s", "h200-i")
+GATE_TWO_RUN_HELD_BACK = tuple(
+    Workload(
+        f"{s[:4].upper()} gate {w} vs {s}",
+        tuple(GATE / _CLOCK_BASES[s[:4]][0] / f"{w}-run{i}.csv.gz" for i in (1, 2, 3)),
+        tuple(GATE / s / f"{w}-run{i}.csv.gz" for i in (1, 2)),
+    )
+    for s in TWO_RUN_STARTS
+    for w in _CLOCK_BASES[s[:4]][1]
+    if (GATE / s / f"{w}-run2.csv.gz").exists()
+)
 GATE_MOE_STARTS = ("h100-q", "h100-r")
 GATE_MOE_HELD_BACK = tuple(
     Workload(
@@ -767,10 +782,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
         return 0 if ok else 1
     if args.gate and args.two_runs:
-        for title, workloads in (
+        sets = (
             ("gate captures", GATE_CORPUS),
             ("gate captures with the clock", GATE_CLOCK_HELD_BACK),
-        ):
+        )
+        if args.held_back:
+            sets = (("two-run starts held back (evaluation only)", GATE_TWO_RUN_HELD_BACK),)
+        for title, workloads in sets:
             run(workloads=one_run_checks(workloads), title=f"{title}: one run per check")
             with one_run_floors():
                 run(

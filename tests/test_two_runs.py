@@ -220,3 +220,22 @@ def test_a_two_run_h200_check_judges_its_program_under_the_two_run_floor() -> No
     assert "bound 2.0% (two runs): " in program_text(both)
     assert alone is not None and alone.bound == 0.025 and not alone.two_runs
     assert "(two runs)" not in program_text(alone)
+
+
+@pytest.mark.parametrize("workload", detection.GATE_TWO_RUN_HELD_BACK, ids=lambda w: w.name)
+def test_the_held_back_two_run_checks_raise_no_false_alarm(workload: detection.Workload) -> None:
+    """h100-s and h200-i (captured after the two-run floors, evaluated once: docs/noise.md
+    "Held back: two fresh starts"): checked two runs at a time, no kernel fails but Triton's
+    autotuner's choice, which the report names as the autotuner's."""
+    from perfgate.judge.states import KernelState
+    from perfgate.verdicts.check import check
+
+    base = detection._baseline(workload.baseline_runs)
+    assert len(workload.other_start_runs) == 2
+    result = check(base, detection._read(detection.RunSet(workload.other_start_runs)))
+    failing = [v for v in result.verdicts if int(v.exit_code) != 0]
+    if "triton-autotune" in workload.name:
+        assert all(v.headline and "autotuner" in v.headline.title for v in failing), failing
+    else:
+        assert not failing, [(v.kernel, v.state) for v in failing]
+    assert result.program is None or result.program.state is not KernelState.REGRESSED
