@@ -132,13 +132,14 @@ def run_history_html(db: str, baseline: str | None, output: str, last: int = 60)
     (perfgate.history.html), written atomically to `output`, which may not be the history."""
     from perfgate.history import html
     from perfgate.history.store import is_url, open_store
-    from perfgate.history.trends import baseline_trends, detected
+    from perfgate.history.trends import detected, page_trends
 
     check_outputs([("-o", output)], [] if is_url(db) else [db])
     with open_store(db, create=False) as store:
-        records = [r for r in map(store.load, store.run_ids()) if r is not None]
+        # Only the newest `last` runs of this baseline are loaded (a history of a year of merges
+        # need not be read to draw its last 60).
+        trends = page_trends(store, baseline, last)
         source = store.where
-    trends = baseline_trends(records, baseline, last)
     page = html.page(trends, source=source, change_points=detected)
     write_text_atomic(output, page.text)
     return HistoryPage(output, trends.runs, page.kernels, page.charts)
