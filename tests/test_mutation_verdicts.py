@@ -433,12 +433,23 @@ def test_a_split_kernel_of_another_scope_or_basis_skips_only_what_that_changes(
     states = _states(verdict)
     skipped = {State.UNJUDGED, State.SKIPPED}
     unjudged = {m for m, s in states.items() if s in skipped}
+    # The entry's launch count a run goes with its launches comparison: left out where the
+    # counts are of another scope, kept otherwise (zoo_registers: 3 launches a run).
+    assert verdict.launches is not None
     if other == "scope":
         assert unjudged == {"launches", "total_time"}
+        assert verdict.launches.baseline is None
     else:
         assert unjudged == {"duration", "total_time", "dram_bytes", "dram_throughput"}
         assert states["launches"] is State.PASS
+        assert verdict.launches.baseline == 3.0
     assert states["instructions_executed"] is State.REGRESSED
+
+
+@functools.cache
+def _zoo() -> Baseline:
+    """baselines/h100/zoo.yaml, one object: the metrics sent the plain way are told by it."""
+    return load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
 
 
 # Each kernel's state in a check.
@@ -466,8 +477,7 @@ def _passing_route(
 
     monkeypatch.setattr(passing.Passing, "comparisons", watched)
     monkeypatch.setattr(passing, "compare_one", one)
-    baseline = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml")
-    result = check(baseline, read_captures([data(capture)]))
+    result = check(_zoo(), read_captures([data(capture)]))
     return given, plain, {v.kernel: v.state for v in result.verdicts}
 
 
@@ -487,7 +497,7 @@ def test_kernels_that_pass_take_the_column_route(monkeypatch: pytest.MonkeyPatch
         assert isinstance(m.value, str) or own or m.name == "launches", m.name
     # Metrics without a bound of their own do exist in the zoo baseline: they took the
     # column route, never the plain way.
-    entries = load_baseline(ROOT / "baselines" / "h100" / "zoo.yaml").kernels
+    entries = _zoo().kernels
     columns = {
         m.name
         for k in entries
@@ -496,6 +506,16 @@ def test_kernels_that_pass_take_the_column_route(monkeypatch: pytest.MonkeyPatch
     }
     assert columns - {"launches"}
     assert not {m.name for m in plain} & (columns - {"launches"})
+    # And every label and every metric with a bound of its own went the plain way: the route
+    # keeps one bound per metric name, the catalog's and the file's, never an entry's own.
+    sent = {id(m) for m in plain}
+    own_bound = [
+        m
+        for k in entries
+        for m in k.metrics
+        if isinstance(m.value, str) or m.threshold is not None or m.check is not None
+    ]
+    assert own_bound and all(id(m) in sent for m in own_bound)
 
 
 def test_a_kernel_that_moved_leaves_the_all_pass_route(monkeypatch: pytest.MonkeyPatch) -> None:
