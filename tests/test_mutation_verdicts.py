@@ -22,7 +22,14 @@ import pytest
 from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
 from perfgate.common.errors import BaselineError, CaptureError
-from perfgate.identity.grouping import KernelGroup, KernelKey, log_distance
+from perfgate.identity.grouping import (
+    KernelGroup,
+    KernelKey,
+    log_distance,
+    new_ids,
+    pair_work_classes,
+    readable_ids,
+)
 from perfgate.identity.matching import SPLIT, recorded_work
 from perfgate.ingest import read_capture, read_captures
 from perfgate.ingest.launches import Capture, Launch
@@ -590,3 +597,87 @@ def test_the_log_distance_of_an_unknown_or_zero_work_is_infinite() -> None:
     # The smallest double against a million: a / b would underflow to 0.
     assert math.isfinite(log_distance(5e-324, 1e6))
     assert math.isfinite(log_distance(1e6, 5e-324))
+
+
+# Two spellings ncu prints that share the short name `zoo_a` (perfgate.ingest.names).
+_A, _A2 = "zoo_a(const float *, float *, int)", "zoo_a(float *)"
+_G1, _G2, _B1, _B2 = (1, 1, 1), (2, 1, 1), (32, 1, 1), (64, 1, 1)
+
+
+def _key(
+    name: str = _A,
+    grid: tuple[int, int, int] = _G1,
+    block: tuple[int, int, int] = _B1,
+    nvtx: str | None = None,
+    work: int | None = None,
+) -> KernelKey:
+    return KernelKey(name, grid, block, nvtx, work)
+
+
+@pytest.mark.parametrize(
+    "keys, ids",
+    [
+        # Each part alone: only what tells the keys apart is said.
+        ([_key(), _key(_A2)], ["zoo_a ~1", "zoo_a ~2"]),
+        ([_key(), _key(grid=_G2)], ["zoo_a [grid 1x1x1]", "zoo_a [grid 2x1x1]"]),
+        ([_key(), _key(block=_B2)], ["zoo_a [block 32x1x1]", "zoo_a [block 64x1x1]"]),
+        ([_key(nvtx="fwd"), _key()], ["zoo_a @fwd", "zoo_a @-"]),
+        ([_key(work=1), _key(work=2), _key(grid=_G2)],
+         ["zoo_a [grid 1x1x1] #work1", "zoo_a [grid 1x1x1] #work2", "zoo_a [grid 2x1x1]"]),
+        # In the parts' order (names, grid, block, NVTX range, work), each where still needed.
+        ([_key(), _key(_A2), _key(grid=_G2)],
+         ["zoo_a ~1 [grid 1x1x1]", "zoo_a ~2 [grid 1x1x1]", "zoo_a ~1 [grid 2x1x1]"]),
+        ([_key(), _key(block=_B2), _key(grid=_G2)],
+         ["zoo_a [grid 1x1x1] [block 32x1x1]", "zoo_a [grid 1x1x1] [block 64x1x1]",
+          "zoo_a [grid 2x1x1] [block 32x1x1]"]),
+        ([_key(nvtx="a"), _key(nvtx="b"), _key(block=_B2, nvtx="a")],
+         ["zoo_a [block 32x1x1] @a", "zoo_a [block 32x1x1] @b", "zoo_a [block 64x1x1] @a"]),
+        ([_key(nvtx="a", work=1), _key(nvtx="a", work=2), _key(nvtx="b")],
+         ["zoo_a @a #work1", "zoo_a @a #work2", "zoo_a @b"]),
+        # A short name of one key is the id alone.
+        ([_key(), _key("other_kernel(int)")], ["zoo_a", "other_kernel"]),
+    ],
+)  # fmt: skip
+def test_readable_ids_say_only_what_tells_kernels_apart(
+    keys: list[KernelKey], ids: list[str]
+) -> None:
+    """perfgate.identity.grouping.readable_ids (docs/identity.md): the short name, then the
+    parts that tell keys of one short name apart, in a fixed order."""
+    got = readable_ids(keys)
+    assert [got[k] for k in keys] == ids
+
+
+def test_a_new_kernel_takes_its_id_unless_taken_then_its_shape_then_a_number() -> None:
+    """new_ids: a new kernel whose id a baselined kernel holds says its grid, then its block,
+    then the first free number from 2."""
+    key = _key()
+    assert new_ids([key], ["other"]) == {key: "zoo_a"}
+    taken = ["zoo_a"]
+    assert new_ids([key], taken) == {key: "zoo_a [grid 1x1x1]"}
+    taken.append("zoo_a [grid 1x1x1]")
+    assert new_ids([key], taken) == {key: "zoo_a [grid 1x1x1] [block 32x1x1]"}
+    taken.append("zoo_a [grid 1x1x1] [block 32x1x1]")
+    assert new_ids([key], taken) == {key: "zoo_a [grid 1x1x1] [block 32x1x1] #2"}
+    taken.append("zoo_a [grid 1x1x1] [block 32x1x1] #2")
+    assert new_ids([key], taken) == {key: "zoo_a [grid 1x1x1] [block 32x1x1] #3"}
+
+
+def test_a_new_work_class_of_an_unbaselined_kernel_keeps_its_readable_id() -> None:
+    """A new kernel with a work class (its name and shape ran several in the capture, one of
+    them new) whose id no baselined kernel holds, with or without classes: its readable id,
+    no class number added; beside a baselined kernel of that id, the next free class."""
+    key = _key(work=1)
+    assert new_ids([key], ["other", "other #work1"]) == {key: "zoo_a"}
+    assert new_ids([key], ["zoo_a #work1", "zoo_a #work2"]) == {key: "zoo_a #work3"}
+    assert new_ids([key], ["zoo_a"]) == {key: "zoo_a #work1"}
+
+
+def test_work_classes_pair_by_work_with_ties_to_the_first_and_unknowns_undecided() -> None:
+    """pair_work_classes: a work of 0 or below is unknown (undecidable by work, None), any
+    positive work is known however small; two current classes equally far from a recorded
+    class (0.5x and 2x): the first keeps it, the other is new."""
+    assert pair_work_classes([0.0, 1e6], [1e6]) is None
+    assert pair_work_classes([1e6], [-1.0]) is None
+    assert pair_work_classes([0.5, 2.0], [0.5]) == {0: 0}
+    assert pair_work_classes([1e6], [5e5, 2e6]) == {0: 0}
+    assert pair_work_classes([1e6], [2e6, 5e5]) == {0: 0}
