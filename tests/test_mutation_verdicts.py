@@ -578,9 +578,15 @@ def test_a_unicode_line_break_is_refused_at_its_line_and_column(char: str, what:
     at the line and column (both from 1) of the first one, wherever it is."""
     text = _one_metric(_DURATION)
     lines = text.splitlines(keepends=True)
-    # In a comment at the end of line 3 (after its 9 characters), and as the file's first one.
     at_end = "".join(lines[:2]) + lines[2].rstrip("\n") + f" # {char}\n" + "".join(lines[3:])
-    for edited, where in ((at_end, f"3:{len(lines[2].rstrip()) + 4}"), (char + text, "1:1")):
+    # In a comment at the end of line 3, as the file's first character, and as the first of
+    # line 2 after an empty first line.
+    placed = (
+        (at_end, f"3:{len(lines[2].rstrip()) + 4}"),
+        (char + text, "1:1"),
+        ("\n" + char + text, "2:1"),
+    )
+    for edited, where in placed:
         with pytest.raises(BaselineError, match=rf"{where}: a {re.escape(what)} character"):
             parse_baseline(edited, "b.yaml")
 
