@@ -26,6 +26,7 @@ from perfgate.identity.configs import (
     pin_advice,
     slower_choice,
     tuned_reason,
+    tuned_warning,
     with_durations,
 )
 from perfgate.identity.grouping import KernelGroup, KernelKey
@@ -247,3 +248,35 @@ def test_a_configuration_never_recorded_is_marked() -> None:
         f"reconfigured: autotuned launch configuration {a} (2 runs), {b} (1 run) -> "
         f"{b}, {c} (not seen when recorded)"
     )
+
+
+@pytest.mark.parametrize(
+    "block, warps",
+    [((128, 1, 1), "4 warps"), ((32, 4, 1), "4 warps"), ((8, 4, 2), "2 warps"),
+     ((65, 1, 1), "3 warps"), ((32, 1, 1), "1 warp")],
+)  # fmt: skip
+def test_a_choice_names_its_warps_from_every_block_dimension(block: Dim3, warps: str) -> None:
+    """Warps are the block's threads over all three dimensions (a 2D block too), a partial
+    warp counted whole (65 threads run 3 warps); a block of unknown shape says none."""
+    config = LaunchConfig((512, 1, 1), block, 126)
+    dims = "x".join(map(str, block))
+    assert f"block {dims} ({warps})" in describe_choice(config)
+    unknown = LaunchConfig((512, 1, 1), None, 126)
+    assert describe_choice(unknown) == unknown.describe()
+
+
+def test_the_warning_names_only_the_configurations_slower_than_the_best() -> None:
+    """tuned_warning: the best configuration's time, then each configuration slower than it
+    with its time (a tie and the best itself are not slower); with no duration recorded, no
+    sentence about a held duration, and no division by it."""
+    best = LaunchConfig(*A, runs=2, duration=29_500.0)
+    tie = LaunchConfig((1024, 1, 1), (128, 1, 1), 126, runs=1, duration=29_500.0)
+    slow = LaunchConfig(*B, runs=1, duration=40_400.0)
+    text = tuned_warning("mm", "perfgate_autotuned_mm", [best, tie, slow], "why")
+    assert f"the best configuration seen, {describe_choice(best)} (29.5 us)" in text
+    held = text.split("a run that picks a slower one fails: ", 1)[1]
+    assert held.startswith(f"{describe_choice(slow)} 40.4 us (+36.9%).")
+    assert describe_choice(tie) not in held and describe_choice(best) not in held
+    untimed = [replace(c, duration=None) for c in (best, slow)]
+    quiet = tuned_warning("mm", "perfgate_autotuned_mm", untimed, "why")
+    assert "best configuration seen" not in quiet and quiet.startswith("mm: autotuned")
