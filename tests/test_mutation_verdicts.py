@@ -21,6 +21,8 @@ import pytest
 
 from perfgate.baseline.load import load_baseline, parse_baseline
 from perfgate.baseline.model import Baseline, KernelBaseline, MetricBaseline
+from perfgate.causes import substitution_cause
+from perfgate.causes.model import Side
 from perfgate.common.errors import BaselineError, CaptureError
 from perfgate.identity.grouping import (
     KernelGroup,
@@ -687,3 +689,58 @@ def test_work_classes_pair_by_work_with_ties_to_the_first_and_unknowns_undecided
     assert pair_work_classes([0.5, 2.0], [0.5]) == {0: 0}
     assert pair_work_classes([1e6], [5e5, 2e6]) == {0: 0}
     assert pair_work_classes([1e6], [2e6, 5e5]) == {0: 0}
+
+
+# Kernel names as ncu printed them in tests/data/field/h100/h100-a (cnn-bf16-cl, cnn-fp32).
+_CUDNN = (
+    "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_128x128_32x5"
+    "_nhwc_align8>(T1::Params)"
+)
+_CUDNN_2 = _CUDNN.replace("128x128_32x5", "256x64_32x4")
+_NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
+_FLASH = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>(Params)"
+
+
+def test_a_librarys_pick_names_the_tiles_of_any_kernel_that_has_one() -> None:
+    """perfgate.causes.substitution: the tile of a cuDNN engine (a CUTLASS-style name, not
+    nvjet's), on both sides; where only one side has a tile, no tile is said."""
+    both = substitution_cause(Side(_CUDNN, {}), [Side(_CUDNN_2, {})], "cuDNN")
+    assert both.title == "cuDNN picked a different engine kernel (tile 128x128_32x5 -> 256x64_32x4)"
+    untiled = _CUDNN.replace("_128x128_32x5", "")
+    for before, after in ((untiled, _CUDNN_2), (_CUDNN, untiled)):
+        one = substitution_cause(Side(before, {}), [Side(after, {})], "cuDNN")
+        assert one.title == "cuDNN picked a different engine kernel", one.title
+
+
+def test_a_replacement_by_another_library_names_it_and_lists_eight_kernels() -> None:
+    """FlashAttention replaced by cuBLAS's GEMMs: the title names cuBLAS, not the math path,
+    nor "user code"; the detail lists eight kernels at most, then how many in all. A name
+    longer than 80 characters is cut to 77 and "..."."""
+    for count in (1, 8, 9):
+        cause = substitution_cause(Side(_FLASH, {}), [Side(_NVJET, {})] * count, "FlashAttention")
+        kernels = f"{count} kernel{'s' if count > 1 else ''}"
+        assert cause.title == f"FlashAttention was replaced by {kernels} of cuBLAS"
+        assert cause.detail.count(_NVJET) == min(count, 8)
+        assert cause.detail.endswith(f", ... ({count} in all)") is (count > 8)
+    mixed = [Side(_NVJET, {}), Side("user_kernel(int)", {})]
+    assert substitution_cause(Side(_FLASH, {}), mixed, "FlashAttention").title == (
+        "FlashAttention was replaced by 2 kernels of cuBLAS/user code"
+    )
+    long = "void " + "k" * 100 + "(int)"
+    cut = substitution_cause(Side(long, {}), [], None)
+    assert cut.title == f"{('void ' + 'k' * 100)[:77]}... no longer runs"
+    exact = "k" * 80
+    assert substitution_cause(Side(exact, {}), [], None).title == f"{exact} no longer runs"
+    over = exact + "k"
+    assert substitution_cause(Side(over, {}), [], None).title == f"{over[:77]}... no longer runs"
+
+
+def test_the_math_path_is_atens_inductors_and_user_kernels_together() -> None:
+    """A kernel replaced by ATen, Inductor and user code at once: the math path."""
+    new = [
+        Side("void at::native::elementwise_kernel<128, 2>(int)", {}),
+        Side("triton_per_fused_native_layer_norm_0", {}),
+        Side("user_kernel(int)", {}),
+    ]
+    cause = substitution_cause(Side(_FLASH, {}), new, "FlashAttention")
+    assert cause.title == "FlashAttention was replaced by 3 kernels of the math path"
