@@ -222,6 +222,10 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
             "describe_reconfig", "pin_advice", "tuned_warning", "describe_change",
         }),
         "perfgate/baseline/load.py": frozenset({"parse_baseline"}),
+        # The rest of absent.py (ONLY_FUNCTIONS has what decides a kernel missing).
+        "perfgate/verdicts/absent.py": frozenset(
+            {"new_verdict", "notice", "change_findings", "_time_before_after", "_launches"}
+        ),
     },
     "issue34": {
         "perfgate/judge/common_mode.py": frozenset({
@@ -290,6 +294,12 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             *_NEW_VERDICTS, *_NEW_33, "tests/test_work_classes.py",
             "tests/test_family_identity.py", "tests/test_identity.py", "tests/test_matching.py",
             "tests/test_split.py",
+        ),
+        # New kernels, the notice of a capture of another program and the change findings.
+        "perfgate/verdicts/absent.py": (
+            *_NEW_VERDICTS, "tests/test_changes.py", "tests/test_family_findings.py",
+            "tests/test_check.py", "tests/test_identity.py", "tests/test_real_changes.py",
+            "tests/test_work_classes.py",
         ),
     },
     "issue34": {
