@@ -383,3 +383,30 @@ def test_bad_input_is_one_line_and_exit_2(
     assert code == 2
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_check_drift_warns_of_what_detect_drift_flags_and_keeps_the_check_s_exit(
+    history: Path,
+) -> None:
+    """`perfgate check --history DB --drift main`: this run held to main's recent runs, as
+    `history detect --drift --run` holds a kept one; warnings on stderr, the exit code the
+    check's own (docs/history.md)."""
+    baseline = str(history.parent / "nvrtc.yaml")
+    code, _, err = invoke("check", "-b", baseline, "-c", str(FAMILIES / f"{CHANGED}.csv.gz"),
+                          "--history", str(history), "--drift", "main")  # fmt: skip
+    assert code == 1, err  # the uncoalesced copy regresses in the check itself
+    assert "beyond the recent history of branch main" in err
+    assert "copy_vec duration" in err and "copy_vec global_load_sectors" in err
+    code, _, err = invoke("check", "-b", baseline, "-c", str(FAMILIES / "fam-b/nvrtc-run1.csv.gz"),
+                          "--history", str(history), "--drift", "main")  # fmt: skip
+    assert code == 0, err
+    assert "recent history" not in err
+    # Held to a branch with no runs of these kernels: nothing to hold it to, no warning.
+    code, _, err = invoke("check", "-b", baseline, "-c", str(FAMILIES / f"{CHANGED}.csv.gz"),
+                          "--history", str(history), "--drift", "no-such-branch")  # fmt: skip
+    assert code == 1 and "recent history" not in err
+
+
+def test_check_drift_needs_a_history() -> None:
+    code, _, err = invoke("check", "-b", "x.yaml", "-c", "y.csv", "--drift", "main")
+    assert code == 2 and "--drift holds this run to the runs a history keeps" in err

@@ -142,6 +142,12 @@ def _asked_format(args: list[str]) -> Format | None:
     help="A perfgate history: the markdown report gets the trend of each kernel that "
     "changed, its earlier runs on this fingerprint and this run (docs/history.md).",
 )  # fmt: skip
+@click.option(
+    "--drift", "drift_branch", default=None, metavar="BRANCH",
+    help="With --history: hold this run to BRANCH's recent runs on its fingerprint and warn "
+    "of each gated metric beyond them (a slow drift each check passes); the exit code is "
+    "the check's (docs/history.md).",
+)  # fmt: skip
 @guard
 def check_command(
     baselines: tuple[str, ...],
@@ -161,6 +167,7 @@ def check_command(
     waive: tuple[str, ...],
     thresholds: tuple[str, ...],
     history: str | None = None,
+    drift_branch: str | None = None,
     compare_with: str | None = None,  # perfgate compare: the baseline is recorded from it
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed, 2 when a gate
@@ -194,6 +201,7 @@ def check_command(
             quiet=given.quiet,
             colour=given.colour,
             history=history,
+            drift_branch=drift_branch,
         )
         outcome = run_check_command(command, github_environment(), to_stderr)
     except PerfgateError as exc:

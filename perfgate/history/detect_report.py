@@ -54,6 +54,12 @@ def _change_lines(c: ChangePoint) -> list[str]:
     ]
 
 
+def drift_lines(d: DriftFlag) -> list[str]:
+    """One flagged series: the run's value against the branch's recent median, and its
+    finding in that run."""
+    return _drift_lines(d)
+
+
 def _drift_lines(d: DriftFlag) -> list[str]:
     s, r = d.series, d.result
     unit = f" {s.unit}" if s.unit else ""

@@ -63,6 +63,9 @@ class CheckCommand:
     quiet: bool = False  # text: the status line only
     colour: bool = False
     history: str | None = None  # --history: the kept runs the markdown's trends are drawn from
+    # --drift: this run held to the branch's recent history in --history (flagged on stderr;
+    # the exit code is the check's).
+    drift_branch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,17 +99,25 @@ def report_outputs(command: CheckCommand, gh: GitHubEnvironment) -> ReportOutput
 
 
 def _check_report_paths(
-    request: CheckRequest, outputs: ReportOutputs, history: str | None = None
+    request: CheckRequest,
+    outputs: ReportOutputs,
+    history: str | None = None,
+    drift: bool = False,
 ) -> None:
     """Refuse, before judging, a report or GitHub step file that is one of the inputs (the
     --history file among them), and a --markdown whose stall charts, MARKDOWN-STEM.N.KERNEL.svg
     beside it, could be one."""
     inputs = check_inputs(request)
+    if drift and not history:
+        raise UsageError("--drift holds this run to the runs a history keeps: give --history")
     if history:
         from perfgate.history.store import is_url
 
-        if not outputs.markdown:
-            raise UsageError("--history draws trends beside the markdown report: give --markdown")
+        if not outputs.markdown and not drift:
+            raise UsageError(
+                "--history draws trends beside the markdown report (give --markdown) or holds "
+                "this run to a branch's recent runs (give --drift BRANCH)"
+            )
         inputs += [] if is_url(history) else [history]
     named: list[tuple[str, str | None]] = [
         ("--junit", outputs.junit), ("--markdown", outputs.markdown), ("--json", outputs.json),
@@ -156,6 +167,42 @@ def _check_trends(
         return []
 
 
+def _drift_warnings(
+    report: Report, history: str | None, branch: str | None, stderr: Callable[[str], None]
+) -> None:
+    """Each gating metric of this run beyond the branch's recent history on its fingerprint
+    (perfgate.history.detect.held_to_history, the rule of `history detect --drift`): a slow
+    drift that each check passes, flagged as a warning. Flagged, never the verdict: to fail
+    on it, keep the run (`history add`) and run `history detect --drift --fail-on-change`."""
+    if not history or branch is None:
+        return
+    from perfgate.history.base import now
+    from perfgate.history.context import GivenContext, context
+    from perfgate.history.detect import held_to_history
+    from perfgate.history.detect_report import drift_lines
+    from perfgate.history.records import from_report
+    from perfgate.history.store import open_store
+
+    try:
+        record = from_report(report, context(GivenContext(), os.environ, now()))
+        with open_store(history, create=False) as store:
+            flags = held_to_history(record, store, branch=branch)
+    except PerfgateError as exc:
+        why = "; ".join(exc.lines())
+        stderr(log_line(f"perfgate: warning: drift not examined: {why}") + "\n")
+        return
+    worse = [f for f in flags if f.gates]
+    if not worse:
+        return
+    lines = [
+        f"perfgate: warning: {len(worse)} metric(s) beyond the recent history of branch "
+        f"{branch} (each within its check's bound: a slow drift)"
+    ]
+    for flag in worse:
+        lines += drift_lines(flag)
+    stderr("".join(log_line(line) + "\n" for line in lines))
+
+
 def _skip_irregular_step_files(
     outputs: ReportOutputs, stderr: Callable[[str], None]
 ) -> ReportOutputs:
@@ -189,9 +236,12 @@ def run_check_command(
     annotate = _uses_github(command, gh) and command.fmt != "github"
     outputs = _skip_irregular_step_files(outputs, stderr)
     try:
-        _check_report_paths(command.request, outputs, command.history)
+        _check_report_paths(
+            command.request, outputs, command.history, command.drift_branch is not None
+        )
         report = run_check(command.request)
         trends = _check_trends(report, command.history, outputs, stderr)
+        _drift_warnings(report, command.history, command.drift_branch, stderr)
     except PerfgateError as exc:
         # An output that is an input, or not a regular file, is never written to.
         request = command.request
