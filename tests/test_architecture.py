@@ -218,6 +218,39 @@ def _report(problems: list[str]) -> str:
     return "\n".join(["", *problems])
 
 
+# The CLI is thin: it turns options into a request for one use case and writes what the use
+# case returns, so it reaches below the use-case layer for nothing (their request types and
+# option parsers are named in perfgate.usecases.requests and .settings).
+CLI_MAY_IMPORT = ("cli", "usecases", "common", "")
+
+
+def cli_violations(imports: list[Import]) -> list[str]:
+    found = []
+    for i in imports:
+        target = _internal_target(i)
+        if target is None or _stage(i.module) != "cli":
+            continue
+        if _stage(target) not in CLI_MAY_IMPORT:
+            found.append(f"{i}: the CLI imports {_stage(target)}, below the use cases")
+    return found
+
+
+def test_the_cli_imports_only_the_use_cases_and_common() -> None:
+    problems = cli_violations(all_imports())
+    assert not problems, _report(problems)
+
+
+def test_a_cli_import_below_the_use_cases_is_named() -> None:
+    fake = _fake("perfgate.cli.check", "from perfgate.judge.policy import parse_fail_on\n")
+    assert cli_violations(fake) == [
+        "perfgate.cli.check:1: from perfgate.judge.policy import parse_fail_on: the CLI imports "
+        "judge, below the use cases"
+    ]
+    assert (
+        cli_violations(_fake("perfgate.cli.check", "from perfgate.usecases import check\n")) == []
+    )
+
+
 def test_every_import_goes_down_the_layers() -> None:
     problems = layer_violations(all_imports())
     assert not problems, _report(problems)

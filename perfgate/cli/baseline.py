@@ -66,8 +66,8 @@ def record_command(
 ) -> None:
     """Record a baseline from captures of a good build (each file one separate ncu run; from
     3 runs on, bounds are calibrated to the noise they show)."""
-    from perfgate.lifecycle.record import RecordSettings
     from perfgate.usecases.record import RecordRequest, run_record_command
+    from perfgate.usecases.settings import RecordSettings
 
     record = RecordSettings(kernels, metrics, reason, by_nvtx)
     request = RecordRequest(captures, output, record, overwrite, diagnosis, scope)

@@ -9,8 +9,8 @@ import click
 from perfgate.cli.console import emit, guard, say_all, settings, to_stderr
 from perfgate.cli.main import main
 from perfgate.cli.parsing import ProgramCommand, compute_capability, kernels_option
-from perfgate.judge.skips import WAIVABLE
 from perfgate.usecases.choices import Phases, ReplayMode, values
+from perfgate.usecases.requests import WAIVABLE
 
 
 @main.command("metrics")
@@ -120,8 +120,8 @@ def capture_command(
 
     The program and its arguments are passed to ncu as they are (no shell). Exit 2 when ncu
     or the program fails, no kernel was profiled, or a gated metric came back absent."""
-    from perfgate.ncu.command import CaptureOptions, ClockControl
     from perfgate.usecases.capture import CaptureRequest, run_capture_command
+    from perfgate.usecases.settings import CaptureOptions, ClockControl
 
     options = CaptureOptions(
         baselines, tuple(program), output=output, replay_mode=ReplayMode(replay_mode).value,
@@ -186,9 +186,9 @@ def pre_merge_command(
 
     The check's report is the stdout, the capture's lines go to stderr. Exits as perfgate
     check does: 0 pass, 1 the gate failed, 2 unusable input or a failed capture."""
-    from perfgate.judge.skips import parse_waivers
     from perfgate.usecases.outputs import github_environment
     from perfgate.usecases.premerge import PreMergeRequest, pre_merge_outcome, run_pre_merge
+    from perfgate.usecases.requests import parse_waivers
 
     given = settings()
     request = PreMergeRequest(

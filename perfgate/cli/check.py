@@ -20,8 +20,8 @@ from perfgate.cli.console import (
 from perfgate.cli.main import main
 from perfgate.cli.parsing import capture_files_option, kernels_option
 from perfgate.common.errors import ExitCode, PerfgateError
-from perfgate.judge.skips import WAIVABLE
 from perfgate.usecases.choices import ExplainFormat, Format, values
+from perfgate.usecases.requests import WAIVABLE
 
 FORMATS = values(Format)
 
@@ -172,12 +172,10 @@ def check_command(
 ) -> None:
     """Check captures against baselines; exit 1 when a counter regressed, 2 when a gate
     could not be judged (unless waived by name with --waive)."""
-    from perfgate.baseline.overrides import parse_thresholds
-    from perfgate.judge.policy import parse_fail_on
-    from perfgate.judge.skips import parse_waivers
     from perfgate.usecases.check import CheckRequest
     from perfgate.usecases.check_command import CheckCommand, ReportPaths, run_check_command
     from perfgate.usecases.outputs import github_environment
+    from perfgate.usecases.requests import parse_fail_on, parse_thresholds, parse_waivers
 
     given = settings()
     stdout = Format(fmt)

@@ -50,7 +50,7 @@ def _context_options(fn: F) -> F:
 
 
 def _given(options: dict[str, Any]) -> Any:
-    from perfgate.history.context import GivenContext
+    from perfgate.usecases.settings import GivenContext
 
     return GivenContext(
         options["run_id"],
@@ -171,8 +171,8 @@ def history_detect_command(
     the branch's runs, per fingerprint; every kernel when none is named. Each names the first
     run of the new level, its commit and the finding the check gave the kernel there. Exit 0,
     or 1 with --fail-on-change when a gated metric changed for the worse; 2 on bad input."""
-    from perfgate.history.detect import DetectRequest
     from perfgate.usecases.history import HistoryDetect, history_detect_outcome
+    from perfgate.usecases.settings import DetectRequest
 
     request = DetectRequest(kernels, metric, branch or None, last, drift, run_id)
     emit(history_detect_outcome(HistoryDetect(db, request, fail_on_change, DataFormat(fmt))))

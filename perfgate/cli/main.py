@@ -42,7 +42,7 @@ def main(ctx: click.Context, debug: bool, quiet: bool, color: str, no_color: boo
     kernel or metric is missing from the capture; 2 unusable input or usage
     (capture, baseline, options); 3 an internal error.
     """
-    from perfgate.reports.colour import use_colour
+    from perfgate.usecases.requests import use_colour
 
     when = ColourWhen.NEVER if no_color else ColourWhen(color)
     ctx.obj = Settings(
