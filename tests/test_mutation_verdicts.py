@@ -36,7 +36,7 @@ from perfgate.identity.matching import SPLIT, recorded_work
 from perfgate.ingest import read_capture, read_captures
 from perfgate.ingest.launches import Capture, Launch
 from perfgate.ingest.meta import CaptureMeta
-from perfgate.ingest.names import function_name, unqualified
+from perfgate.ingest.names import function_name, short_name, unqualified
 from perfgate.ingest.phases import fold_diagnosis, read_phased, same_program
 from perfgate.judge.comparison import Comparison, State
 from perfgate.judge.states import KernelState
@@ -744,3 +744,71 @@ def test_the_math_path_is_atens_inductors_and_user_kernels_together() -> None:
     ]
     cause = substitution_cause(Side(_FLASH, {}), new, "FlashAttention")
     assert cause.title == "FlashAttention was replaced by 3 kernels of the math path"
+
+
+def _notice(capture: Capture, baseline: Baseline | None = None) -> str:
+    return check(baseline or _zoo(), capture).notice
+
+
+@pytest.mark.parametrize("count", [8, 9, None])
+def test_the_notice_of_another_program_lists_eight_of_its_kernels(count: int | None) -> None:
+    """perfgate.verdicts.absent.notice: the zoo baseline against the real BERT encoder capture
+    (h100-a), which holds none of its kernels: eight of the capture's kernels by short name,
+    then how many more. `count`: the launches of that many short names only (None: all)."""
+    capture = read_captures([ENCODER / "h100-a" / "hf-encoder-run1.csv.gz"])
+    held = sorted({short_name(la.name) for la in capture.launches})
+    assert len(held) > 9
+    held = held[:count]
+    capture = replace(
+        capture, launches=tuple(la for la in capture.launches if short_name(la.name) in held)
+    )
+    said = _notice(capture)
+    assert said.startswith("none of the 10 baselined kernels is in "), said
+    assert f"It holds {len(held)} kernels: " in said
+    assert sum(f"{name}," in said or said.endswith(name) or f"{name} and" in said
+               for name in held) == 8  # fmt: skip
+    assert said.endswith(f" and {len(held) - 8} more") is (len(held) > 8)
+
+
+def test_the_notice_of_a_one_kernel_baseline_says_it() -> None:
+    one = replace(_zoo(), kernels=_zoo().kernels[:1])
+    capture = read_captures([ENCODER / "h100-a" / "hf-encoder-run1.csv.gz"])
+    said = _notice(capture, one)
+    assert said.startswith("the baselined kernel is not in "), said
+    assert "leave it out?" in said
+
+
+def test_change_findings_need_no_total_time() -> None:
+    """A baseline whose entries gate no total_time (a hand-written one may not): the regressed
+    zoo build is still checked, its regressed kernels simply bring no time to a finding."""
+    cut = replace(
+        _zoo(),
+        kernels=tuple(
+            replace(k, metrics=tuple(m for m in k.metrics if m.name != "total_time"))
+            for k in _zoo().kernels
+        ),
+    )
+    result = check(cut, read_captures([data("zoo-bad-short-run1.csv")]))
+    regressed = [v for v in result.verdicts if v.state is KernelState.REGRESSED]
+    assert regressed
+    assert not [c for v in regressed for c in v.comparisons if c.metric == "total_time"]
+
+
+def test_change_findings_are_per_run_over_several_capture_files(tmp_path: Path) -> None:
+    """The real change hf-decoder-sdpa-math (h100-e) against the h100-a decoder baseline: the
+    attention finding's times are a run's, the same from one capture file as from two copies
+    of it."""
+    baseline = record(
+        read_captures([ENCODER / "h100-a" / f"hf-decoder-run{i}.csv.gz" for i in (1, 2, 3)]),
+        RecordSettings(),
+    ).baseline
+    source = FIELD / "changes" / "h100-e" / "hf-decoder-sdpa-math-run1.csv.gz"
+    copies = []
+    for name in ("a.csv.gz", "b.csv.gz"):
+        (tmp_path / name).write_bytes(source.read_bytes())
+        copies.append(tmp_path / name)
+    one = check(baseline, read_captures(copies[:1])).changes
+    two = check(baseline, read_captures(copies)).changes
+    assert one and [c.kind for c in one] == [c.kind for c in two]
+    for a, b in zip(one, two, strict=True):
+        assert b.after_ns == pytest.approx(a.after_ns) and b.before_ns == pytest.approx(a.before_ns)
