@@ -780,7 +780,9 @@ def test_the_notice_of_a_one_kernel_baseline_says_it() -> None:
 
 def test_change_findings_need_no_total_time() -> None:
     """A baseline whose entries gate no total_time (a hand-written one may not): the regressed
-    zoo build is still checked, its regressed kernels simply bring no time to a finding."""
+    zoo build is still checked, its regressed kernels simply bring no time to the findings
+    about its kernels gone and new (SYNTHETIC, from the real zoo-bad-short-run1.csv: its
+    zoo_atomics launches renamed zoo2_atomics)."""
     cut = replace(
         _zoo(),
         kernels=tuple(
@@ -788,7 +790,17 @@ def test_change_findings_need_no_total_time() -> None:
             for k in _zoo().kernels
         ),
     )
-    result = check(cut, read_captures([data("zoo-bad-short-run1.csv")]))
+    capture = read_captures([data("zoo-bad-short-run1.csv")])
+    renamed = tuple(
+        replace(la, name=la.name.replace("zoo_atomics", "zoo2_atomics"))
+        if la.name.startswith("zoo_atomics(")
+        else la
+        for la in capture.launches
+    )
+    result = check(cut, replace(capture, launches=renamed))
+    states = {v.kernel: v.state for v in result.verdicts}
+    assert states["zoo_atomics"] is KernelState.MISSING
+    assert states["zoo2_atomics"] is KernelState.NEW
     regressed = [v for v in result.verdicts if v.state is KernelState.REGRESSED]
     assert regressed
     assert not [c for v in regressed for c in v.comparisons if c.metric == "total_time"]
