@@ -43,7 +43,10 @@ def substitution_cause(missing: Side, new: Sequence[Side], family: str | None) -
         others = sorted({k or "user code" for k in kinds})
         source = family or "the kernel"
         count = f"{len(new)} kernel{'s' if len(new) != 1 else ''}"
-        path = "the math path" if kinds <= {"ATen", "Inductor", None} else "/".join(others)
+        # ATen's and Inductor's kernels (with user code beside them) are the math path; user
+        # kernels alone are user code, not a path of PyTorch's.
+        math = kinds <= {"ATen", "Inductor", None} and bool(kinds & {"ATen", "Inductor"})
+        path = "the math path" if math else "/".join(others)
         title = f"{source} was replaced by {count} of {path}"
         detail = (
             f"{_short(missing.name)} -> "
