@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 COST = ROOT / "benchmarks" / "capture_cost"
@@ -99,3 +101,23 @@ def test_exp3_names_every_command_that_should_have_worked_and_exits_1(tmp_path: 
     assert not any("e-nokernels" in line or "e-exit3" in line for line in failed)  # must fail
     assert "expected to fail, succeeded" not in proc.stderr
     assert f"exp3.sh: {len(failed)} command(s) did not do what they should" in proc.stderr
+
+
+def test_every_path_scripts_mutate_names_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/mutate.py runs each module's test files by path and skips a path that does not
+    exist (so that `--before` can leave out the tests a run added): a test file moved or
+    renamed would silently drop out of every mutation run. Every module and every test file
+    its tables name exists."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mutate", ROOT / "scripts" / "mutate.py")
+    assert spec is not None and spec.loader is not None
+    mutate = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "mutate", mutate)  # its dataclasses look themselves up
+    spec.loader.exec_module(mutate)
+    tables = [mutate.MODULES, *mutate.SELECTION_TESTS.values()]
+    named = {path for table in tables for key, tests in table.items() for path in (key, *tests)}
+    named |= {path for selection in mutate.SELECTIONS.values() for path in selection}
+    named |= set(mutate.ONLY_FUNCTIONS) | set(mutate.HAND_MUTANTS) | set(mutate.NEW_TESTS)
+    assert len(named) > 50
+    assert sorted(p for p in named if not (ROOT / p).is_file()) == []
