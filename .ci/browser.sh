@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Headless Chromium for the tests that load perfgate's HTML and SVG in a real browser
-# (tests/test_history_browser.py): Debian's `chromium` package, installed where missing. Under
+# (tests/history/test_history_browser.py): Debian's `chromium` package, installed where missing. Under
 # CI=true those tests fail without it, so a failed install is said here and left to them.
 set -euo pipefail
 if command -v chromium >/dev/null || [ -x /usr/bin/chromium ]; then

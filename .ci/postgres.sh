@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by .ci/run before the test suite: a throwaway PostgreSQL server for the history's
-# tests (tests/test_history_postgres.py), which fail rather than skip without one when CI=true.
+# tests (tests/history/test_history_postgres.py), which fail rather than skip without one when CI=true.
 # It listens on a unix socket in a temporary folder only (no port to collide on), is named to
 # the tests by PERFGATE_TEST_PG_URL, and is stopped by the EXIT trap set here.
 # PostgreSQL refuses to run as root: as root (CI), the cluster belongs to the user perfgate-pg.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-records the example baselines from the bundled captures (tests/data/h100). Run it after a
-# change to the metric catalog; tests/test_baseline.py fails while they are stale.
+# change to the metric catalog; tests/baseline/test_baseline.py fails while they are stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=tests/data/h100

@@ -12,7 +12,7 @@ path scales (docs/limits.md).
   `-k '(a+)+$'` over a kernel named 30 letters `a` and a `!` (25 s before: now refused up
   front), and 60 accepted patterns against one long name (49 s before, with a budget of 2 s
   per pattern: now one budget of 2 s for them all).
-- the slow cases of issue 23, each made by a generator below (tests/test_slow_inputs.py runs
+- the slow cases of issue 23, each made by a generator below (tests/hostile/test_slow_inputs.py runs
   them with a time bound): a 32 KB lambda-style kernel name, a baseline whose kernels are all
   missing, a check of many capture files, a capture of many kernel names.
 

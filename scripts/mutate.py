@@ -38,152 +38,175 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Fastest first: with -x, a mutant is killed by the first test file that fails.
-_JUDGE_TESTS = ("tests/test_thresholds.py", "tests/test_real_changes.py", "tests/test_check.py")
-_NEW_JUDGE = ("tests/test_judgement.py",)
-_NEW_MATCH = ("tests/test_matching_fallbacks.py",)
-_NEW_RATCHET = ("tests/test_ratchet.py",)
-_NEW_CALIBRATION = ("tests/test_calibration_bounds.py",)
-_FAIL_CLOSED = ("tests/test_fail_closed.py",)
+_JUDGE_TESTS = (
+    "tests/metrics/test_thresholds.py",
+    "tests/real/test_real_changes.py",
+    "tests/real/test_check.py",
+)
+_NEW_JUDGE = ("tests/judge/test_judgement.py",)
+_NEW_MATCH = ("tests/identity/test_matching_fallbacks.py",)
+_NEW_RATCHET = ("tests/lifecycle/test_ratchet.py",)
+_NEW_CALIBRATION = ("tests/lifecycle/test_calibration_bounds.py",)
+_FAIL_CLOSED = ("tests/judge/test_fail_closed.py",)
 # Issue 33: the seven families' captures (fam-a baselines, fam-b real changes).
 _FAMILIES = (
-    "tests/test_family_noise.py", "tests/test_family_identity.py",
-    "tests/test_family_findings.py", "tests/test_family_table.py",
+    "tests/real/test_family_noise.py", "tests/identity/test_family_identity.py",
+    "tests/real/test_family_findings.py", "tests/real/test_family_table.py",
 )  # fmt: skip
-_NEW_33 = ("tests/test_issue33_rules.py",)
+_NEW_33 = ("tests/judge/test_issue33_rules.py",)
 # Issue 34: the time gate's rules, on rules and on the corpus's real re-captures.
 _TIME_34 = (
-    "tests/test_common_mode.py",
-    "tests/test_program_rules.py",
-    "tests/test_program_time.py",
-    "tests/test_clock_control.py",
-    "tests/test_two_runs.py",
+    "tests/judge/test_common_mode.py",
+    "tests/metrics/test_program_rules.py",
+    "tests/real/test_program_time.py",
+    "tests/baseline/test_clock_control.py",
+    "tests/judge/test_two_runs.py",
 )
 # The fast schema check held to jsonschema on documents generated from the schema.
-_FASTCHECK = ("tests/test_fastcheck.py",)
+_FASTCHECK = ("tests/baseline/test_fastcheck.py",)
 # Tests written for the survivors of verdicts, grouping, phases and the baseline's checks.
-_NEW_VERDICTS = ("tests/test_mutation_verdicts.py",)
+_NEW_VERDICTS = ("tests/verdicts/test_mutation_verdicts.py",)
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
     "perfgate/judge/outcome.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/judge/comparison.py": (*_JUDGE_TESTS, *_NEW_JUDGE),
     # The status table and kernel_state (judge/states.py holds only the enum).
-    "perfgate/judge/policy.py": ("tests/test_policy.py", *_JUDGE_TESTS, *_NEW_JUDGE),
+    "perfgate/judge/policy.py": ("tests/judge/test_policy.py", *_JUDGE_TESTS, *_NEW_JUDGE),
     "perfgate/identity/matching.py": (
-        "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",
-        "tests/test_real_changes.py", "tests/test_check.py", "tests/test_family_identity.py",
-        *_NEW_33,
+        "tests/identity/test_matching.py", *_NEW_MATCH, "tests/identity/test_identity.py",
+        "tests/real/test_real_changes.py", "tests/real/test_check.py",
+        "tests/identity/test_family_identity.py", *_NEW_33,
     ),
-    "perfgate/identity/families.py": ("tests/test_identity.py", "tests/test_real_changes.py",
-                                      *_NEW_MATCH, "tests/test_family_identity.py", *_NEW_33),
-    "perfgate/lifecycle/calibrate.py": ("tests/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE,
-                                        *_NEW_33, "tests/test_family_noise.py"),
+    "perfgate/identity/families.py": (
+        "tests/identity/test_identity.py", "tests/real/test_real_changes.py", *_NEW_MATCH,
+        "tests/identity/test_family_identity.py", *_NEW_33,
+    ),
+    "perfgate/lifecycle/calibrate.py": (
+        "tests/lifecycle/test_calibrate.py", *_NEW_CALIBRATION, *_NEW_JUDGE, *_NEW_33,
+        "tests/real/test_family_noise.py",
+    ),
     **{
         f"perfgate/lifecycle/{m}.py": (
-            "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py", *_NEW_RATCHET,
+            "tests/lifecycle/test_lifecycle_plans.py", "tests/lifecycle/test_lifecycle.py",
+            *_NEW_RATCHET,
         )
         for m in ("plan", "ratchet", "editplan", "ownership", "fresh")
     },
     # Issue 21: the whole-program gate and autotuned launch configurations.
     "perfgate/verdicts/program.py": (
-        "tests/test_program_rules.py", "tests/test_program_time.py", "tests/test_real_changes.py",
+        "tests/metrics/test_program_rules.py", "tests/real/test_program_time.py",
+        "tests/real/test_real_changes.py",
     ),
-    "perfgate/lifecycle/program.py": ("tests/test_program_rules.py", "tests/test_program_time.py"),
-    "perfgate/metrics/program.py": ("tests/test_program_rules.py", "tests/test_program_time.py"),
+    "perfgate/lifecycle/program.py": ("tests/metrics/test_program_rules.py",
+                                      "tests/real/test_program_time.py"),
+    "perfgate/metrics/program.py": ("tests/metrics/test_program_rules.py",
+                                    "tests/real/test_program_time.py"),
     "perfgate/identity/configs.py": (
-        "tests/test_configs_rules.py", "tests/test_autotune.py", "tests/test_matching.py",
-        "tests/test_real_changes.py", "tests/test_family_identity.py", *_NEW_33,
+        "tests/identity/test_configs_rules.py", "tests/identity/test_autotune.py",
+        "tests/identity/test_matching.py",
+        "tests/real/test_real_changes.py", "tests/identity/test_family_identity.py", *_NEW_33,
     ),
     # The ratchet's comparison of bounds is in the editor.
     "perfgate/lifecycle/edit.py": (
-        *_NEW_RATCHET, "tests/test_lifecycle_plans.py", "tests/test_lifecycle.py",
+        *_NEW_RATCHET, "tests/lifecycle/test_lifecycle_plans.py",
+        "tests/lifecycle/test_lifecycle.py",
     ),
     # Issue 31, fail closed: the reasons a gate goes unjudged, and where a check decides them
     # (only the named functions of the larger modules: ONLY_FUNCTIONS).
-    "perfgate/judge/skips.py": (*_FAIL_CLOSED, "tests/test_policy.py", *_NEW_JUDGE),
+    "perfgate/judge/skips.py": (*_FAIL_CLOSED, "tests/judge/test_policy.py", *_NEW_JUDGE),
     "perfgate/verdicts/check.py": (
-        *_FAIL_CLOSED, *_NEW_JUDGE, *_NEW_RATCHET, "tests/test_stalls.py", "tests/test_corpus.py",
-        "tests/test_two_phase.py", *_NEW_33, "tests/test_family_findings.py",
-        "tests/test_evidence_noise.py",
+        *_FAIL_CLOSED, *_NEW_JUDGE, *_NEW_RATCHET, "tests/metrics/test_stalls.py",
+        "tests/hostile/test_corpus.py",
+        "tests/usecases/test_two_phase.py", *_NEW_33, "tests/real/test_family_findings.py",
+        "tests/judge/test_evidence_noise.py",
     ),
     "perfgate/verdicts/model.py": (
-        *_FAIL_CLOSED, "tests/test_program_time.py", "tests/test_check.py", "tests/test_hostile.py",
+        *_FAIL_CLOSED, "tests/real/test_program_time.py", "tests/real/test_check.py",
+        "tests/hostile/test_hostile.py",
     ),
-    "perfgate/ingest/gateset.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
+    "perfgate/ingest/gateset.py": (*_FAIL_CLOSED, "tests/usecases/test_two_phase.py"),
     "perfgate/ingest/scope.py": (*_FAIL_CLOSED, *_NEW_RATCHET),
-    "perfgate/baseline/fingerprint.py": (*_FAIL_CLOSED, "tests/test_two_phase.py"),
-    "perfgate/ncu/command.py": (*_FAIL_CLOSED, "tests/test_two_phase.py", "tests/test_capture.py"),
+    "perfgate/baseline/fingerprint.py": (*_FAIL_CLOSED, "tests/usecases/test_two_phase.py"),
+    "perfgate/ncu/command.py": (*_FAIL_CLOSED, "tests/usecases/test_two_phase.py",
+                                "tests/ncu/test_capture.py"),
     # Issue 33 (`--select issue33`: only the functions it added or changed). The modules an
     # earlier issue measured keep their lists above, with issue 33's test files appended.
     "perfgate/lifecycle/record.py": (
-        *_NEW_33, *_NEW_CALIBRATION, "tests/test_calibrate.py", "tests/test_family_noise.py",
+        *_NEW_33, *_NEW_CALIBRATION, "tests/lifecycle/test_calibrate.py",
+        "tests/real/test_family_noise.py",
     ),
     **{
-        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/test_changes.py", *_FAMILIES)
+        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/causes/test_changes.py", *_FAMILIES)
         for m in ("changes", "changes_model", "changes_names", "changes_types",
                   "changes_paths", "changes_picks", "changes_work")
     },
     **{
-        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/test_causes.py", *_FAMILIES)
+        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/causes/test_causes.py", *_FAMILIES)
         for m in ("rules_memory", "rules_occupancy", "rules_execution", "rules_work",
                   "rules_stalls", "rules_ncu", "rootcause")
     },
     "perfgate/identity/grouping.py": (
-        *_NEW_33, "tests/test_work_classes.py", "tests/test_family_identity.py",
+        *_NEW_33, "tests/identity/test_work_classes.py", "tests/identity/test_family_identity.py",
     ),
     "perfgate/ingest/names.py": (
-        *_NEW_33, "tests/test_kernel_names.py", "tests/test_units.py",  # its doctests
-        "tests/test_family_identity.py",
+        *_NEW_33, "tests/ingest/test_kernel_names.py", "tests/ingest/test_units.py",  # its doctests
+        "tests/identity/test_family_identity.py",
     ),
     # The one judgement path: the rules' registry, the one route, split kernels, one metric.
     "perfgate/judge/rules.py": (
-        "tests/test_judge_rules.py", "tests/test_check.py", "tests/test_evidence.py",
-        "tests/test_evidence_noise.py", *_NEW_33, *_FAIL_CLOSED,
+        "tests/judge/test_judge_rules.py", "tests/real/test_check.py",
+        "tests/judge/test_evidence.py",
+        "tests/judge/test_evidence_noise.py", *_NEW_33, *_FAIL_CLOSED,
     ),
     "perfgate/verdicts/kernel.py": (
-        "tests/test_judge_rules.py", "tests/test_check.py", "tests/test_autotune.py",
-        "tests/test_family_autotune.py", *_NEW_33,
+        "tests/judge/test_judge_rules.py", "tests/real/test_check.py",
+        "tests/identity/test_autotune.py",
+        "tests/real/test_family_autotune.py", *_NEW_33,
     ),
     "perfgate/verdicts/metric.py": (
-        *_FAIL_CLOSED, "tests/test_judge_rules.py", "tests/test_check.py",
+        *_FAIL_CLOSED, "tests/judge/test_judge_rules.py", "tests/real/test_check.py",
     ),
     # Issue 34: the common factor of a process's kernel times and the time floors.
     "perfgate/judge/common_mode.py": _TIME_34,
     # The bounds of a check of two runs or more (kernels, and the program on H200).
-    "perfgate/judge/two_runs.py": (*_TIME_34, "tests/test_judge_rules.py"),
+    "perfgate/judge/two_runs.py": (*_TIME_34, "tests/judge/test_judge_rules.py"),
     "perfgate/judge/program.py": _TIME_34,
-    "perfgate/verdicts/common_mode.py": (*_TIME_34, "tests/test_judge_rules.py"),
+    "perfgate/verdicts/common_mode.py": (*_TIME_34, "tests/judge/test_judge_rules.py"),
     "perfgate/metrics/timefloors.py": (
-        *_TIME_34, "tests/test_noise_floors.py", "tests/test_family_noise.py",
+        *_TIME_34, "tests/real/test_noise_floors.py", "tests/real/test_family_noise.py",
     ),
     # The fast schema check: what it vouches for skips jsonschema.
     "perfgate/baseline/fastcheck.py": (
-        *_FASTCHECK, "tests/test_baseline.py", "tests/test_yamlload.py", "tests/test_properties.py",
+        *_FASTCHECK, "tests/baseline/test_baseline.py", "tests/baseline/test_yamlload.py",
+        "tests/hostile/test_properties.py",
     ),
     # Verdicts, grouping, phases, baseline checks: the deciding modules not measured before.
     # A kernel absent from the capture: missing, or skipped when only some recorded runs had it.
     "perfgate/verdicts/absent.py": (
-        *_NEW_VERDICTS, "tests/test_varied_kernels.py", "tests/test_gate_corpus.py",
-        "tests/test_work_classes.py", "tests/test_real_changes.py", "tests/test_identity.py",
+        *_NEW_VERDICTS, "tests/identity/test_varied_kernels.py", "tests/real/test_gate_corpus.py",
+        "tests/identity/test_work_classes.py", "tests/real/test_real_changes.py",
+        "tests/identity/test_identity.py",
     ),
     "perfgate/verdicts/split.py": (
-        *_NEW_VERDICTS, "tests/test_split.py", "tests/test_work_classes.py",
-        "tests/test_two_phase.py",
+        *_NEW_VERDICTS, "tests/identity/test_split.py", "tests/identity/test_work_classes.py",
+        "tests/usecases/test_two_phase.py",
     ),
-    "perfgate/verdicts/passing.py": (*_NEW_VERDICTS, "tests/test_check.py"),
+    "perfgate/verdicts/passing.py": (*_NEW_VERDICTS, "tests/real/test_check.py"),
     "perfgate/causes/substitution.py": (
-        *_NEW_VERDICTS, "tests/test_causes.py", "tests/test_identity.py",
-        "tests/test_real_changes.py",
+        *_NEW_VERDICTS, "tests/causes/test_causes.py", "tests/identity/test_identity.py",
+        "tests/real/test_real_changes.py",
     ),
     "perfgate/ingest/phases.py": (
-        *_NEW_VERDICTS, "tests/test_diagnosis.py", "tests/test_diagnosis_refusal.py",
-        "tests/test_two_phase.py",
+        *_NEW_VERDICTS, "tests/causes/test_diagnosis.py", "tests/ingest/test_diagnosis_refusal.py",
+        "tests/usecases/test_two_phase.py",
     ),
-    # tests/test_hostile.py (a minute unmutated) is left out: the others name each check.
+    # tests/hostile/test_hostile.py (a minute unmutated) is left out: the others name each check.
     **{
         f"perfgate/baseline/{m}.py": (
-            *_NEW_VERDICTS, "tests/test_baseline.py", "tests/test_varied_kernels.py",
-            "tests/test_yamlload.py",
+            *_NEW_VERDICTS, "tests/baseline/test_baseline.py",
+            "tests/identity/test_varied_kernels.py",
+            "tests/baseline/test_yamlload.py",
         )
         for m in ("validate", "load")
     },
@@ -291,15 +314,15 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     # ranges and the pairing of work classes are read by the identity and matching tests too.
     "deciding": {
         "perfgate/identity/grouping.py": (
-            *_NEW_VERDICTS, *_NEW_33, "tests/test_work_classes.py",
-            "tests/test_family_identity.py", "tests/test_identity.py", "tests/test_matching.py",
-            "tests/test_split.py",
+            *_NEW_VERDICTS, *_NEW_33, "tests/identity/test_work_classes.py",
+            "tests/identity/test_family_identity.py", "tests/identity/test_identity.py",
+            "tests/identity/test_matching.py", "tests/identity/test_split.py",
         ),
         # New kernels, the notice of a capture of another program and the change findings.
         "perfgate/verdicts/absent.py": (
-            *_NEW_VERDICTS, "tests/test_changes.py", "tests/test_family_findings.py",
-            "tests/test_check.py", "tests/test_identity.py", "tests/test_real_changes.py",
-            "tests/test_work_classes.py",
+            *_NEW_VERDICTS, "tests/causes/test_changes.py", "tests/real/test_family_findings.py",
+            "tests/real/test_check.py", "tests/identity/test_identity.py",
+            "tests/real/test_real_changes.py", "tests/identity/test_work_classes.py",
         ),
     },
     "issue34": {
@@ -308,13 +331,14 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "issue33": {
         "perfgate/identity/matching.py": (
-            "tests/test_matching.py", *_NEW_MATCH, "tests/test_identity.py",
-            "tests/test_real_changes.py", "tests/test_family_identity.py", *_NEW_33,
+            "tests/identity/test_matching.py", *_NEW_MATCH, "tests/identity/test_identity.py",
+            "tests/real/test_real_changes.py", "tests/identity/test_family_identity.py", *_NEW_33,
         ),
         "perfgate/verdicts/check.py": (
-            *_NEW_33, "tests/test_family_findings.py", "tests/test_family_table.py",
-            "tests/test_family_identity.py", "tests/test_family_autotune.py",  # _named_choice
-            *_NEW_JUDGE, "tests/test_evidence_noise.py",
+            *_NEW_33, "tests/real/test_family_findings.py", "tests/real/test_family_table.py",
+            "tests/identity/test_family_identity.py",
+            "tests/real/test_family_autotune.py",  # _named_choice
+            *_NEW_JUDGE, "tests/judge/test_evidence_noise.py",
         ),
     },
 }  # fmt: skip

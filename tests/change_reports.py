@@ -1,5 +1,5 @@
 """The real change reports of docs/explain.md ("Change findings"), made from the captures so
-the page cannot rot: tests/test_changes.py checks that the page holds them as made now.
+the page cannot rot: tests/causes/test_changes.py checks that the page holds them as made now.
 
     python -m tests.change_reports --write   # rewrite the section of docs/explain.md
 """
@@ -10,8 +10,8 @@ import sys
 
 from perfgate.reports import text
 from perfgate.verdicts.model import Report
+from tests.causes.test_changes import CHANGES, result, run
 from tests.conftest import ROOT
-from tests.test_changes import CHANGES, result, run
 
 DOC = ROOT / "docs" / "explain.md"
 BEGIN = "<!-- change-reports: made by `python -m tests.change_reports --write` -->"

@@ -1,5 +1,5 @@
 """The table of docs/explain.md's "Real changes of seven more kinds of code", made from the
-captures so the page cannot rot: tests/test_family_table.py checks that the page holds it as
+captures so the page cannot rot: tests/real/test_family_table.py checks that the page holds it as
 made now.
 
     python -m tests.family_table --write   # rewrite the section of docs/explain.md

@@ -7,7 +7,7 @@ with each list and with `--set full` and records the passes per kernel.
     OUT=/tmp/out python3 benchmarks/capture_cost/doc_figures.py measure /tmp/lists.json
     # -> $OUT/doc-figures.json: commit it as benchmarks/capture_cost/passes/doc-figures-<gpu>.json
 
-tests/test_user_docs.py holds the docs' figures to that file, and the file's lists to what
+tests/docs/test_user_docs.py holds the docs' figures to that file, and the file's lists to what
 this checkout asks ncu for: when a list changes (a metric added to the catalog, a formula's
 raw metric renamed), the test fails until the figures are measured again.
 

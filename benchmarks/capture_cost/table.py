@@ -6,7 +6,7 @@ device runs of exp1.py (H200) and exp2.py (H100) (tests/data/h200/capture/pass-c
 A metric's "alone" cost is the passes of a run asking for it alone; its marginal cost is how
 many passes the default gate set loses when it is left out (ncu packs counters into passes, so
 marginal costs do not add up: leaving out two metrics of one pass saves one pass, not two).
-tests/test_capture.py keeps docs/capture.md in step with this output.
+tests/ncu/test_capture.py keeps docs/capture.md in step with this output.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ for without importing jsonschema at all. Being compiled from the schema, it acce
 the schema accepts, as perfgate's jsonschema validator reads it (perfgate.common.schemas: a
 number is finite): a key, enum value or bound added to the schema is checked here with nothing
 else to edit. A keyword this compiler does not know makes its node answer "not sure" (listed in
-`unknown_keywords()`; tests/test_fastcheck.py holds it empty and the two checks to the same
+`unknown_keywords()`; tests/baseline/test_fastcheck.py holds it empty and the two checks to the same
 answer on documents generated from the schema). On "not sure" the caller runs jsonschema,
 which words the errors (`FILE:LINE:COL: $.json.path: message`).
 """

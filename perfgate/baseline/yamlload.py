@@ -8,8 +8,9 @@ once, sequences, and untagged scalars that resolve to strings, integers, floats,
 null. On anything else (a tag, an anchor or alias, a duplicate or non-string key, a scalar the
 safe constructor would turn into something else, a syntax error, several documents) it answers
 "not sure", and the caller loads the document the node-based way, which decides and words every
-refusal. A scalar is resolved exactly as the safe resolver does; `tests/test_yamlload.py` holds
-the two ways to the same data on the committed baselines and on each spelling of a scalar.
+refusal. A scalar is resolved exactly as the safe resolver does;
+`tests/baseline/test_yamlload.py` holds the two ways to the same data on the committed baselines
+and on each spelling of a scalar.
 
 Line numbers of the collections are kept (a kernel's entry knows its line); the line of any
 other value is found, only when a message needs one, by composing the nodes after all.

@@ -42,7 +42,7 @@ def say(line: str, *, err: bool = False) -> None:
     (common.escape.log_line): a kernel name, baseline id, note or file name holding a newline,
     `::` (a GitHub workflow command), a control, bidi or zero-width character is shown escaped
     (`\\x0a`, `\\u202e`). Every click.echo of the CLI but `show`'s is this one
-    (tests/test_hostile.py holds it so)."""
+    (tests/hostile/test_hostile.py holds it so)."""
     click.echo(log_line(line), err=err)
 
 

@@ -1,7 +1,7 @@
 """Text from captures and baselines (kernel names, ncu's warning lines, a baseline's strings)
 made inert for where a report goes: one line on a terminal or a CI log, a markdown comment,
 JUnit XML, an SVG chart. The one escaping helper: every line perfgate prints goes through
-`log_line` (tests/test_hostile.py holds it so).
+`log_line` (tests/hostile/test_hostile.py holds it so).
 
 A kernel name is whatever the program called its kernel, and a capture or a baseline may come
 from a pull request: a name holding a newline and `::error::` would start a GitHub workflow

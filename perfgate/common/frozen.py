@@ -4,7 +4,7 @@ A frozen dataclass's generated __init__ sets each field with object.__setattr__ 
 a field on CPython 3.11): 5 µs for a Comparison, and a check of 1,000 kernels builds 37,000
 of them and as many Measured values (docs/scale.md). maker() gives a constructor that fills
 the instance's __dict__ at once; the instance is the same, field for field
-(tests/test_columns.py holds the two equal).
+(tests/metrics/test_columns.py holds the two equal).
 """
 
 from __future__ import annotations

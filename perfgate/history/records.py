@@ -1,7 +1,7 @@
 """Run records built from a check: from its `Report` in memory, or from the JSON report a
 check wrote earlier (schemas/result.schema.json). Both routes go through the same normalising
 helpers, so a result stored directly and the same result imported from its JSON file are the
-same record (tests/test_history.py holds them equal).
+same record (tests/history/test_history.py holds them equal).
 
 The JSON report names each baseline's GPU and the capture files but not the rest of the
 capture's fingerprint; both routes read that from the captures' sidecars (`perfgate capture`

@@ -4,8 +4,8 @@ SQLite: a history in one file, through the standard library's sqlite3. WAL lets 
 while one writer writes; the busy timeout makes a writer wait for another's transaction
 instead of failing, and each run is stored in one IMMEDIATE transaction that takes the write
 lock before it reads, so N CI jobs storing at once neither lose a run nor store one twice
-(tests/test_history.py: 8 processes). A file that is not a perfgate history, or one of a newer
-schema, is refused with one message naming it rather than altered. What it runs is shared
+(tests/history/test_history.py: 8 processes). A file that is not a perfgate history, or one
+of a newer schema, is refused with one message naming it rather than altered. What it runs is shared
 with the PostgreSQL store (sqlstore.py)."""
 
 from __future__ import annotations

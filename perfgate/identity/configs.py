@@ -101,7 +101,7 @@ def tuned_reason(name: str, groups: Sequence[KernelGroup], runs: int) -> str | N
     they are one kernel or several shapes. `runs`: the capture files recorded together.
     An Inductor kernel at one configuration in every run is NOT autotuned here: it stays
     fully gated (an instruction regression of compiled-a's kernels must fail,
-    tests/test_real_changes.py) and records that configuration (records_configuration)."""
+    tests/real/test_real_changes.py) and records that configuration (records_configuration)."""
     launches = [la for g in groups for la in g.launches]
     per_run = _per_run(launches)
     if (

@@ -217,9 +217,10 @@ def pair_work_classes(
     it and the others are left (new kernels), never handed to a farther recorded class: with
     classes of 0.5M and 1.5M instructions recorded and 0.15M, 0.5M and 1.5M now, the 0.15M
     class is new and the others keep their own baselines (hf-encoder's
-    nvjet_sm90_hsh_96x64_64x10_1x2_h_bz_bias_TNN, tests/test_work_classes.py). A recorded class no
-    current class is nearest to is left (missing). None where a work value is unknown on
-    either side (a capture without instruction counts is one class): not decidable by work."""
+    nvjet_sm90_hsh_96x64_64x10_1x2_h_bz_bias_TNN, tests/identity/test_work_classes.py). A
+    recorded class no current class is nearest to is left (missing). None where a work value is
+    unknown on either side (a capture without instruction counts is one class): not decidable by
+    work."""
     known = [v for v in (*recorded, *current) if v is not None and v > 0]
     if len(known) < len(recorded) + len(current):
         return None

@@ -9,7 +9,7 @@ words; `CHECK_STATUS` holds what a check as a whole can end in before its kernel
 step outputs, `baseline accept` and the diagnosis capture read these and decide nothing beside
 them.
 
-A state is in each table or the import fails (tests/test_policy.py adds a state to prove it),
+A state is in each table or the import fails (tests/judge/test_policy.py adds a state to prove it),
 so a new state cannot fall through to "passes" in one reporter and "fails" in another."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ rule's rewrite of a comparison only where that comparison's state was one it dec
 kernel whose every comparison passed can be changed only by the rules that act on PASS, and
 judge() runs only those for it: the fast route of the common all-pass kernel is derived from
 the declarations, never written beside them, and a rule added to RULES runs on every route
-it can change (tests/test_judge_rules.py enumerates the registry and holds the fast route
+it can change (tests/judge/test_judge_rules.py enumerates the registry and holds the fast route
 to running every rule, on real captures)."""
 
 from __future__ import annotations
@@ -328,7 +328,7 @@ def judge(
     """The kernel's comparisons after every rule of `rules`, in order. A rule's rewrite of a
     comparison is kept only where the comparison's state is one the rule acts on. `fast`:
     while every comparison passes, a rule that does not act on PASS is not run, since it
-    could change nothing (the same result as running it: tests/test_judge_rules.py)."""
+    could change nothing (the same result as running it: tests/judge/test_judge_rules.py)."""
     out = tuple(comparisons)
     passing = fast and _all_pass(out)
     for rule in rules:

@@ -43,10 +43,11 @@ MIN_RUNS = 3
 # than the median's: seen within 1.2% from 10 us on H200 (benchmarks/detection.py).
 # Each floor sits above the largest cross-start change of the tuning starts (for counts and
 # bytes: that a kernel's own spread does not cover; docs/noise.md "The noise model",
-# benchmarks/noise_model.py; tests/test_noise_floors.py fails when a floor is tighter or much
+# benchmarks/noise_model.py; tests/real/test_noise_floors.py fails when a floor is tighter or much
 # looser than that).
 # The time floors per GPU kind live in perfgate.metrics.timefloors (the check reads them too).
-TIME_FLOOR_LONG = 0.04  # H100's from 20 us (tests/test_ratchet.py builds bounds around it)
+# H100's from 20 us (tests/lifecycle/test_ratchet.py builds bounds around it)
+TIME_FLOOR_LONG = 0.04
 NEARLY_EXACT_FLOOR = 0.01  # cuDNN bf16 fprop instructions moved 0.85%; +1.5% must still fail
 # A count that differed between the kernel's own recorded runs is not exact: cuDNN's
 # runtime-compiled SDPA kernels moved their instructions 0.8% within one start and 2.01% across

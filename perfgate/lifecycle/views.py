@@ -8,7 +8,7 @@ What the check reads is listed once, as worded rules (`metric_rules`, `kernel_ru
 `file_rules`): `diff` compares them and `show` prints them, so an edit that changes how a
 kernel is gated (a widened `min`/`max`, dropped `calibration:` notes, a categorical rule, the
 `program:` section, a configuration, a match field) cannot be seen by one and missed by the
-other (issue 23; tests/test_review_rules.py walks the schema's properties).
+other (issue 23; tests/lifecycle/test_review_rules.py walks the schema's properties).
 """
 
 from __future__ import annotations
@@ -409,7 +409,7 @@ def _kernel_change(
 # The fingerprint's fields, each of which changes what a check gates (which captures it takes,
 # which values it compares: scope, time basis, clock and cache control, the stall family...):
 # every one of them, by the dataclass's own list, so a field added to the fingerprint is in the
-# diff without a second list to keep (tests/test_review_rules.py walks the schema's).
+# diff without a second list to keep (tests/lifecycle/test_review_rules.py walks the schema's).
 FINGERPRINT_FIELDS = tuple(f.name for f in dataclasses.fields(Fingerprint) if f.name != "metrics")
 
 

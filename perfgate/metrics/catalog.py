@@ -67,7 +67,8 @@ class ColumnOp(enum.Enum):
 class Columnar:
     """A formula's arithmetic as data, for perfgate.metrics.columns to run over every launch
     at once.
-    `compute` stays the definition; tests/test_columns.py holds the two to the same values."""
+    `compute` stays the definition; tests/metrics/test_columns.py holds the two to the same
+    values."""
 
     op: ColumnOp
     names: tuple[str, ...]

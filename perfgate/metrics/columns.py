@@ -6,7 +6,7 @@ and the median, range and count of every kernel's launches come out of one sort 
 (docs/scale.md). measure() asks this first and falls back to its per-launch path for whatever
 it is not sure of (a text value it must word, an infinite value, a formula without a column
 form), so the two can only agree: the arithmetic is the per-launch path's, operation for
-operation (`tests/test_columns.py` holds them to the same values on every bundled capture).
+operation (`tests/metrics/test_columns.py` holds them to the same values on every bundled capture).
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def two_run_floor_at(duration_ns: float, gpu: str | None) -> float | None:
 # corpus (autotuned programs aside, whose change is the autotuner's): H100 +1.36% in 126 pairs
 # (an NVRTC program), H200 +2.04% in 48 (the reductions program). Each floor is that rounded up
 # and still catches +3% on a program that did not run faster than its baseline (docs/noise.md
-# "Whole-program time", held by tests/test_program_time.py). A GPU of another kind gets the
+# "Whole-program time", held by tests/real/test_program_time.py). A GPU of another kind gets the
 # widest: nothing was measured on it. Recorded into a baseline's program bound
 # (perfgate.lifecycle.program); here, below the judging code, because a check of two runs
 # tightens a bound the floor set.

@@ -10,7 +10,7 @@ from enum import Enum
 
 class Format(str, Enum):
     """What `perfgate check` prints on stdout (--format): a reporter of
-    perfgate.reports.REPORTERS, in the registry's order (tests/test_cli.py holds them equal)."""
+    perfgate.reports.REPORTERS, in the registry's order (tests/cli/test_cli.py holds them equal)."""
 
     TEXT = "text"
     MARKDOWN = "markdown"

@@ -1,6 +1,6 @@
 """What the CLI builds its requests from, named where the use cases take them: the parsers
 of option values (--fail-on, --waive, --threshold, --color) and the names --waive accepts.
-The CLI imports the use-case layer and common/ only (tests/test_architecture.py): a command
+The CLI imports the use-case layer and common/ only (tests/docs/test_architecture.py): a command
 that needs another of these is added here, in one place, not reached for in a lower package.
 
 Light on purpose, as choices.py: the CLI imports this at start-up, before any command runs,

@@ -1,7 +1,7 @@
 """The settings types the CLI fills in for a command's request (a record's settings, a
 capture's options and clock control, a history run's context, a detection request), named
 where the use cases take them so that the CLI imports the use-case layer and common/ only
-(tests/test_architecture.py). Imported by the command that needs them, not at start-up."""
+(tests/docs/test_architecture.py). Imported by the command that needs them, not at start-up."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ per metric, formula group, reason set and compute capability, the statistics onc
 kernel, and no Measured values are kept (a kernel that passes is not diagnosed). Anything else
 (a metric that moved, a label, a bound of its own, a value the column table cannot give)
 gives None, and the kernel is compared metric by metric (perfgate.verdicts.metric.compare_one),
-whose comparisons these equal (tests/test_columns.py). Either way the comparisons go on to the
-same judgement (perfgate.judge.rules)."""
+whose comparisons these equal (tests/metrics/test_columns.py). Either way the comparisons go
+on to the same judgement (perfgate.judge.rules)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ ncu capture changed in the one way its name says, and is never presented as ncu 
 
     python tests/corpus/make_corpus.py
 
-tests/corpus/expectations.yaml says what perfgate must do with each file; tests/test_corpus.py
+tests/corpus/expectations.yaml says what perfgate must do with each file; tests/hostile/test_corpus.py
 runs them through the command line.
 """
 
@@ -278,7 +278,7 @@ def baselines() -> dict[str, str | bytes]:
         # `.nan` passes every comparison: a threshold of it could never regress.
         "nan-threshold.yaml": minimal.replace("max: 16}", "max: 16, threshold: {relative: .nan}}"),
         "inf-thresholds-map.yaml": minimal + "thresholds: {duration: {relative: .Inf}}\n",
-        # Found by tests/test_properties.py: the fast check vouched for a negative duration.
+        # Found by tests/hostile/test_properties.py: the fast check vouched for a negative duration.
         "negative-configuration-duration.yaml": minimal.replace(
             "  metrics:", "  configurations: [{runs: 1, duration: -1.0}]\n  metrics:"
         ),

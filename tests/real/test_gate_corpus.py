@@ -1,0 +1,274 @@
+"""The real gate captures (tests/data/field/gate, issue 24): what a two-phase CI job captures,
+and what the gate decides on them across machine starts.
+
+Baselines are recorded from each GPU's first start (h100-j, h200-e) and checked against the
+other starts (h100-k, h100-l, h200-f), as `benchmarks/detection.py --gate` does for the figures
+in docs/capture.md. The starts with the clock (h100-m to h100-p) were held back from the time
+rules and evaluated once (`--gate --held-back`, docs/noise.md "Common mode").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfgate.ingest import read_captures
+from perfgate.ingest.meta import GATE, read_meta
+from perfgate.judge.comparison import State
+from perfgate.judge.states import KernelState
+from perfgate.lifecycle.record import RecordSettings, record
+from perfgate.metrics.passes import CLOCK_METRICS, GATE_ONE_PASS, in_gate_capture
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import detection
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "field" / "gate"
+CLOCK_STARTS = detection.CLOCK_STARTS
+MOE_STARTS = detection.GATE_MOE_STARTS
+TWO_RUNS = detection.TWO_RUN_STARTS
+CAPTURES = sorted(CORPUS.glob("*/*.csv.gz"))
+# Inductor's max-autotune re-chooses its kernels on a fresh machine (docs/identity.md): its
+# verdicts are the autotuner's, not noise, and are held apart below.
+AUTOTUNER = "compile-max-autotune"
+
+
+def _workload(name: str) -> detection.Workload:
+    return next(w for w in detection.GATE_CORPUS if w.name == name)
+
+
+def test_the_corpus_is_there() -> None:
+    starts = {p.parent.name for p in CAPTURES}
+    assert {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f", *CLOCK_STARTS} <= starts
+    old = [p for p in CAPTURES if p.parent.name not in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS)]
+    assert len(old) == 11 * (3 + 2 + 1) + 5 * (3 + 2)
+    # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g/h:
+    # 5 workloads x2.
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in CLOCK_STARTS] == [
+        20,
+        14,
+        10,
+        10,
+        10,
+        10,
+    ]
+    # h100-q, h100-r: the MoE block as the families build it and with its weights initialised,
+    # three runs each.
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in MOE_STARTS] == [6, 6]
+    # h100-s, h200-i: two runs of 10 and 5 workloads, held back for the two-run floors.
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in TWO_RUNS] == [20, 10]
+    for w in detection.GATE_CORPUS:
+        assert len(w.baseline_runs) == 3 and w.other_start_runs, w.name
+        assert all(p.exists() for p in (*w.baseline_runs, *w.other_start_runs)), w.name
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_capture_is_one_pass_of_the_gate_set(path: Path) -> None:
+    meta = read_meta(str(path))
+    assert meta.phase == GATE
+    assert (meta.cache_control, meta.clock_control) == ("all", "none")
+    sidecar = json.loads(Path(meta.path).read_text())
+    passes = sidecar["passes_per_kernel"]
+    assert passes and set(passes.values()) == {1}, passes
+    # What perfgate asked ncu for is the gate set (ncu's raw page adds columns of its own).
+    assert all(in_gate_capture(m) for m in sidecar["metrics"]), sidecar["metrics"]
+    capture = read_captures([path])
+    assert capture.gate
+    # Every counter asked for came back (ncu drops an unknown name silently). The baselines
+    # of triton-autotune gate no count that depends on the autotuner's choice, so a capture
+    # asks for less than the whole set where its baseline gates less.
+    requested = set(sidecar["metrics"]) & GATE_ONE_PASS
+    assert "gpu__time_duration.sum" in requested
+    assert requested <= capture.columns, sorted(requested - capture.columns)
+    # The clock metrics came with the starts captured after them, asked for on every capture.
+    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS)
+    assert set(CLOCK_METRICS) <= requested if clocked else not set(CLOCK_METRICS) & requested
+    expected = GATE_ONE_PASS if clocked else GATE_ONE_PASS - set(CLOCK_METRICS)
+    if "triton-autotune" not in path.name:
+        assert requested == expected, sorted(expected - requested)
+
+
+def test_baselines_from_gate_captures_are_of_the_gate_basis() -> None:
+    for w in detection.GATE_CORPUS:
+        assert detection._baseline(w.baseline_runs).fingerprint.time_basis == GATE, w.name
+
+
+ACCEPTED = (KernelState.PASS, KernelState.IMPROVED)
+# Triton's autotuner on the H200 chose RMSNorm's slower configuration on the other start
+# (below): a slower kernel, which an autotuned entry is held to (issue 31), not noise.
+SLOWER_CHOICE = "H200 gate triton-autotune"
+STEADY = [
+    w.name for w in detection.GATE_CORPUS if AUTOTUNER not in w.name and w.name != SLOWER_CHOICE
+]
+
+
+@pytest.mark.parametrize("name", STEADY)
+def test_unchanged_gate_captures_of_other_starts_pass(name: str) -> None:
+    w = _workload(name)
+    base = detection._baseline(w.baseline_runs)
+    for path in w.other_start_runs:
+        result = detection.check(base, detection._read(path))
+        bad = [(v.kernel, v.state.value) for v in result.verdicts if v.state not in ACCEPTED]
+        assert bad == [] and int(result.exit_code) == 0, (path.name, bad)
+        # Time was judged, not skipped: baseline and capture are of one basis.
+        assert any(
+            c.metric == "duration" and c.state is State.PASS
+            for v in result.verdicts
+            for c in v.comparisons
+        ), path.name
+
+
+def test_the_autotuners_slower_choice_on_another_start_fails_named() -> None:
+    """Issue 31, on real gate captures: h200-e's runs chose perfgate_rmsnorm_kernel at 1 warp
+    (block 32, 36.0 us, twice) and 2 warps (block 64, 32.1 us, once); both h200-f runs chose
+    1 warp again (35.5 and 35.8 us). Each launch was held to its own configuration's time and
+    passed; held to the best the baseline saw, +11-12% fails, naming both configurations.
+    The matmul chose its best configuration or one within noise of it, and passes."""
+    w = _workload(SLOWER_CHOICE)
+    base = detection._baseline(w.baseline_runs)
+    for path in w.other_start_runs:
+        result = detection.check(base, detection._read(path))
+        states = {v.kernel: v.state for v in result.verdicts}
+        assert states == {
+            "perfgate_rmsnorm_kernel": KernelState.REGRESSED,
+            "perfgate_autotuned_mm": KernelState.PASS,
+        }, path.name
+        rms = next(v for v in result.verdicts if v.kernel == "perfgate_rmsnorm_kernel")
+        duration = next(c for c in rms.comparisons if c.metric == "duration")
+        assert 0.10 < (duration.relative_change or 0) < 0.13
+        assert duration.message.startswith(
+            "the autotuner chose grid 8192x1x1 block 32x1x1 (1 warp) registers 210 (35."
+        ), duration.message
+        assert "the baseline's best was grid 8192x1x1 block 64x1x1 (2 warps)" in duration.message
+        assert rms.headline is not None and rms.headline.mechanism == "autotuned-configuration"
+    # The H100's choices on its other starts were no slower than its best: they pass.
+    assert "H100 gate triton-autotune" in STEADY
+
+
+def test_the_max_autotune_alarms_are_inductors_re_choices() -> None:
+    w = _workload(f"H100 gate {AUTOTUNER}")
+    base = detection._baseline(w.baseline_runs)
+    by_state: dict[KernelState, set[str]] = {}
+    for path in w.other_start_runs:
+        for v in detection.check(base, detection._read(path)).verdicts:
+            by_state.setdefault(v.state, set()).add(v.kernel)
+    regressed = by_state.get(KernelState.REGRESSED, set())
+    assert regressed, "the autotuner re-chose nothing: this test checks nothing"
+    # Slower configs of Inductor's own kernels, and a template kernel it did not generate
+    # this time (replaced by a cuBLAS GEMM, new): no kernel of a fixed library regressed.
+    assert all(
+        k.startswith("triton_") for k in regressed | by_state.get(KernelState.MISSING, set())
+    )
+    assert not by_state.get(KernelState.NEW) or by_state.get(KernelState.MISSING)
+
+
+@pytest.mark.parametrize("name", ["H100 gate cnn-fp32", "H200 gate reductions"])
+def test_every_regression_injected_into_real_gate_captures_is_judged(name: str) -> None:
+    row = detection.measure(_workload(name))
+    assert row.false_alarms == 0 and row.alarm_checks == 0, row.notes
+    by_name = dict(zip((i.name for i in detection.INJECTIONS), row.caught, strict=True))
+    # The exact counters catch every injection on both GPUs.
+    for exact in ("+1 register", "+1 launch", "+1.5% instructions"):
+        caught, judged = by_name[exact]
+        assert judged > 0 and caught == judged, (exact, caught, judged, row.notes)
+
+
+def test_a_diagnosis_capture_adds_to_the_gate_captures_values_and_never_replaces_them() -> None:
+    """Real gate captures (h100-j) with a full capture of the same program (h100-a run 1) as
+    record --diagnosis-capture: Triton's autotuner chose other configurations in that process
+    (the RMSNorm kernel at 210 registers a thread, not 60), so the configuration-dependent
+    values the gate captures hold in `info` must stay theirs."""
+    w = _workload("H100 gate triton-autotune")
+    gates = read_captures(w.baseline_runs)
+    full = read_captures([CORPUS.parent / "h100" / "h100-a" / "triton-autotune-run1.csv.gz"])
+    alone = record(gates, RecordSettings()).baseline
+    both = record(gates, RecordSettings(), full).baseline
+    for a, b in zip(alone.kernels, both.kernels, strict=True):
+        assert a.info and {n: b.info.get(n) for n in a.info} == dict(a.info), a.id
+        assert any(n.startswith("stall") for n in b.info), a.id  # the full capture's side
+    rms = next(k for k in both.kernels if k.id == "perfgate_rmsnorm_kernel")
+    assert rms.info["registers_per_thread"] == 60.0
+
+
+# ---------------------------------------------------------------- the starts with the clock
+
+# Evaluated once after the time rules (docs/noise.md "Held back: six starts captured after the
+# time rules"); these tests keep what that evaluation found.
+KNOWN = ("compile-max-autotune", "triton-autotune", "family moe", "H200 gate reductions vs h200-h")
+CLOCK_STEADY = [
+    w.name for w in detection.GATE_CLOCK_HELD_BACK if not any(k in w.name for k in KNOWN)
+]
+
+
+@pytest.mark.parametrize("name", CLOCK_STEADY)
+def test_unchanged_clock_starts_pass_one_run_at_a_time(name: str) -> None:
+    w = next(x for x in detection.GATE_CLOCK_HELD_BACK if x.name == name)
+    base = detection._baseline(w.baseline_runs)
+    for path in w.other_start_runs:
+        result = detection.check(base, detection._read(path))
+        bad = [(v.kernel, v.state.value) for v in result.verdicts if v.state not in ACCEPTED]
+        assert bad == [] and int(result.exit_code) == 0, (path.name, bad)
+
+
+def test_one_runs_slow_reduction_fails_alone_and_passes_with_the_other_run() -> None:
+    """h200-h: a 20 us norm reduction ran +5.79% in one process and +1.27% in the other;
+    judged on both runs (the fastest counts) it passes."""
+    w = next(
+        x for x in detection.GATE_CLOCK_HELD_BACK if x.name == "H200 gate reductions vs h200-h"
+    )
+    base = detection._baseline(w.baseline_runs)
+    alone = detection.check(base, detection._read(w.other_start_runs[1]))
+    slow = [v for v in alone.verdicts if v.state is KernelState.REGRESSED]
+    assert [v.kernel.startswith("reduce_kernel<128, 4") for v in slow] == [True]
+    both = detection.check(base, read_captures(list(w.other_start_runs)))
+    assert int(both.exit_code) == 0
+
+
+def test_kernels_only_some_baseline_runs_launched_are_not_required() -> None:
+    """h100-m's third MoE run launched 75 kernels (its tokens went to other experts: the block's
+    weights are torch.empty, so the router reads whatever memory held) where every other run
+    launched 45. The baseline marks what only that run launched, and a run like the other
+    two skips those kernels with the reason instead of reporting 21 missing."""
+    runs = [CORPUS / "h100-m" / f"moe-run{i}.csv.gz" for i in (1, 2, 3)]
+    assert [len(detection._read(p).launches) for p in runs] == [45, 45, 75]
+    w = next(
+        x for x in detection.GATE_CLOCK_HELD_BACK if x.name == "H100 gate family moe vs h100-n"
+    )
+    baseline = detection._baseline(w.baseline_runs)
+    varied = {k.id: k.seen_in for k in baseline.kernels if k.seen_in is not None}
+    # The third run's own kernels (in 1 of 3), and the two GEMMs it alone did not launch (in
+    # 2 of 3): h100-n's run launches those two, and they are judged.
+    assert sorted(varied.values()).count((1, 3)) == 21
+    assert sorted(varied.values()).count((2, 3)) == 2
+    result = detection.check(baseline, detection._read(w.other_start_runs[0]))
+    skipped = [v for v in result.verdicts if v.state is KernelState.SKIPPED]
+    assert len(skipped) == 21 and {v.kernel for v in skipped} <= set(varied)
+    assert all("as in 2 of the baseline's 3 recorded runs" in v.message for v in skipped)
+    assert not [v for v in result.verdicts if v.state is KernelState.MISSING]
+    assert int(result.exit_code) == 0
+    # Against the same runs, a kernel every run launched is still required.
+    required = next(k for k in baseline.kernels if k.seen_in is None)
+    without = detection._read(w.other_start_runs[0])
+    gone = [la for la in without.launches if la.name != required.match.name]
+    assert len(gone) < len(without.launches)
+    result = detection.check(baseline, replace(without, launches=tuple(gone)))
+    states = {v.kernel: v.state for v in result.verdicts}
+    assert states[required.id] is KernelState.MISSING and int(result.exit_code) == 1
+
+
+@pytest.mark.parametrize("workload", detection.GATE_MOE_HELD_BACK, ids=lambda w: w.name)
+def test_the_held_back_moe_runs_pass(workload: detection.Workload) -> None:
+    """h100-r (three runs, captured after the rule for kernels only some recorded runs
+    launched, evaluated once: docs/noise.md): every check passes. Against h100-m, whose third
+    run routed elsewhere, each run skips that run's 21 kernels with the reason; against
+    h100-q, whose runs all routed alike, and for the initialised block, nothing is skipped."""
+    base = detection._baseline(workload.baseline_runs)
+    assert len(workload.other_start_runs) == 3
+    for path in workload.other_start_runs:
+        result = detection.check(base, detection._read(path))
+        assert int(result.exit_code) == 0, path
+        skipped = [v for v in result.verdicts if v.state is KernelState.SKIPPED]
+        assert len(skipped) == (21 if "h100-m" in workload.name else 0), path
