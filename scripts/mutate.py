@@ -66,6 +66,19 @@ _TIME_34 = (
 _FASTCHECK = ("tests/baseline/test_fastcheck.py",)
 # Tests written for the survivors of verdicts, grouping, phases and the baseline's checks.
 _NEW_VERDICTS = ("tests/verdicts/test_mutation_verdicts.py",)
+# The check's exit paths: its use case, the CLI around it, the reports and the write safety.
+_NEW_USECASES = ("tests/usecases/test_mutation_usecases.py",)
+_EXIT_PATHS = (
+    *_NEW_USECASES, "tests/usecases/test_gate_check.py", "tests/hostile/test_crashes.py",
+    "tests/cli/test_rough_edges.py", "tests/reports/test_github.py",
+    "tests/cli/test_cli_options.py", "tests/cli/test_cli.py", "tests/common/test_write_safety.py",
+)  # fmt: skip
+_NEW_REPORTS = ("tests/reports/test_mutation_reports.py",)
+_REPORT_EXITS = (
+    *_NEW_REPORTS, "tests/judge/test_policy.py", "tests/reports/test_github.py",
+    "tests/cli/test_cli_options.py", "tests/reports/test_reports.py", "tests/cli/test_cli.py",
+    "tests/judge/test_fail_closed.py",
+)  # fmt: skip
 # module -> the test files that exercise it (files that do not exist yet are skipped, so the
 # same table measures the suite before and after the tests written for this run).
 MODULES: dict[str, tuple[str, ...]] = {
@@ -210,6 +223,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         )
         for m in ("validate", "load")
     },
+    # Use cases and report exit paths: the exit code under --fail-on, which reports are written,
+    # replaced or removed after a problem or a bug, GitHub's step outputs and annotations.
+    "perfgate/usecases/check_command.py": _EXIT_PATHS,
+    "perfgate/usecases/outputs.py": _EXIT_PATHS,
+    # Every report's status line and the JSON report's status and exit code.
+    **{f"perfgate/reports/{m}.py": _REPORT_EXITS for m in ("summary", "json_report")},
 }  # fmt: skip
 
 # In these modules only the named functions are mutated: the decisions a run is about.
@@ -225,6 +244,19 @@ ONLY_FUNCTIONS: dict[str, frozenset[str]] = {
     "perfgate/verdicts/absent.py": frozenset(
         {"_not_required", "missing_verdict", "_other_work", "_names"}
     ),
+    # What decides the exit code, stdout's format and which reports are written or removed
+    # (not the trends and drift read from --history, nor the charts' drawing).
+    "perfgate/usecases/check_command.py": frozenset({
+        "policy_exit_code", "_uses_github", "report_outputs", "_check_report_paths",
+        "_skip_irregular_step_files", "run_check_command", "stdout_reporter", "problem_stdout",
+        "policy_note",
+    }),
+    "perfgate/reports/json_report.py": frozenset({"to_dict", "render"}),
+    "perfgate/usecases/outputs.py": frozenset({
+        "write_reports", "write_step_outputs", "remove_report", "step_outputs", "_one_line",
+        "without_output", "replace_stale_reports", "safe_outputs", "_every_input",
+        "github_commands", "report_problem",
+    }),
 }  # fmt: skip
 
 # Issue 33's judgement, for `--select issue33`: the functions (and module-level tables) it
@@ -414,6 +446,63 @@ HAND_MUTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "perfgate/causes/rules_stalls.py": (
         ("a 1-point stall share named as a root cause", "if rises[top] < 10:",
          "if rises[top] < 1:"),
+    ),
+    "perfgate/usecases/check_command.py": (
+        ("a bug in the check leaves an earlier run's reports in place",
+         "a result\n        replace_stale_reports(outputs, exc)\n", "a result\n        pass\n"),
+        ("--fail-on ignored: the check's verdict is the exit code",
+         "code = policy_exit_code(report, command.policy)", "code = report.exit_code"),
+        ("a report that could not be written is left (an earlier run's, or cut short)",
+         "remove_report(outputs, exc.path)\n        report_problem", "report_problem"),
+        ("a problem's report written over an input (only the path it names dropped)",
+         "outputs = safe_outputs(without_output(outputs, exc.path), inputs)",
+         "outputs = without_output(outputs, exc.path)"),
+        ("the step outputs' exit-code before --fail-on",
+         "write_step_outputs(report, outputs, code)",
+         "write_step_outputs(report, outputs, report.exit_code)"),
+        ("annotations on stderr too with --format github",
+         'annotate = _uses_github(command, gh) and command.fmt != "github"',
+         "annotate = _uses_github(command, gh)"),
+    ),
+    "perfgate/usecases/outputs.py": (
+        ("after a bug, the step summary is appended to as well",
+         "write_reports(problem, replace(outputs, step_summary=None))",
+         "write_reports(problem, outputs)"),
+        ("a GitHub step file named by a problem is removed",
+         "if path and path in {getattr(outputs, name) for name in _REPORT_FILES}:",
+         "if path:"),
+        ("a problem's step outputs say exit 0",
+         "write_step_outputs(problem, outputs, exc.exit_code)\n        return",
+         "write_step_outputs(problem, outputs, ExitCode.OK)\n        return"),
+        ("a problem's report that cannot be written is left in place",
+         "        remove_report(outputs, also.path)\n", ""),
+        ("reporters failing after a bug leave the earlier reports",
+         "all\n        for path in (outputs.junit, outputs.markdown, outputs.json, "
+         "outputs.pr_comment):",
+         "all\n        for path in ():"),
+        ("the step outputs' verdict after --fail-on",
+         '"verdict": EXIT_WORDS[report.exit_code].output',
+         '"verdict": EXIT_WORDS[exit_code].output'),
+        ("annotations are errors under --fail-on never",
+         'level: github_report.Level = "error" if policy else "warning"',
+         'level: github_report.Level = "error"'),
+        ("an earlier run's charts beside the markdown kept",
+         "        _remove_earlier_charts(outputs.markdown, [*charts.values(), *trend_files])\n",
+         ""),
+    ),
+    "perfgate/reports/json_report.py": (
+        ("the JSON's exit_code under --fail-on never (0 for a failed check)",
+         "code = int(report.exit_code)", "code = int(report.exit_code_under(frozenset()))"),
+        ("the JSON's status of a passing check",
+         '"status": EXIT_WORDS[report.exit_code].json',
+         '"status": EXIT_WORDS[type(report.exit_code)(0)].json'),
+    ),
+    "perfgate/reports/summary.py": (
+        ("the status line's verdict of the first problem's check passes",
+         "verdict = EXIT_WORDS[report.exit_code].status_line\n        return",
+         "verdict = EXIT_WORDS[type(report.exit_code)(0)].status_line\n        return"),
+        ("the status line's verdict under --fail-on never",
+         "code = report.exit_code\n", "code = report.exit_code_under(frozenset())\n"),
     ),
 }  # fmt: skip
 
@@ -623,7 +712,7 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
 
 NEW_TESTS = frozenset(
     (*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33, *_FASTCHECK,
-     *_NEW_VERDICTS)
+     *_NEW_VERDICTS, *_NEW_USECASES, *_NEW_REPORTS)
 )  # fmt: skip
 _before = False  # --before: the suite as it was before the tests written for this run
 _select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCTIONS
