@@ -41,6 +41,9 @@ def test_record_marks_what_only_some_runs_launched_and_warns(recorded: object) -
     assert len(varied) == 23 and len(kernels) - len(varied) == 28
     warning = next(w for w in result.warnings if "only some of the 3 runs" in w)  # type: ignore[attr-defined]
     assert warning.startswith("23 kernel(s) were launched in only some of the 3 runs")
+    # Four named with their counts, the other 19 counted.
+    named = warning.split(": ", 1)[1].split(" and 19 more.")[0]
+    assert named.count(" of 3)") == 4 and " and 19 more." in warning
     assert "torch.empty" in warning and "not require" in warning
 
 
