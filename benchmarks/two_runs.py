@@ -1,8 +1,10 @@
 """How far a kernel's time moves in a check of two runs of one machine start, against a check of
-each run alone: the data behind perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS.
+each run alone: the data behind perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS and
+TWO_RUN_CORRECTED_FLOOR_POINTS.
 
 Every start of the corpus with two runs or more (the tuning and held-back field starts, the
-gate corpus and the gate starts with the clock: all of them tuning data for the two-run floors)
+gate corpus, the gate starts with the clock and the first two-run starts h100-s and h200-i:
+all of them tuning data for the two-run floors)
 is checked against its workload's baseline from another start, its first two runs together
 (`perfgate check -c RUN1 -c RUN2`) and each run alone. A move is the check's own duration
 comparison (the fastest launch against the recorded value, after the common factor where it
@@ -29,6 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from detection import (  # noqa: E402
     GATE_CLOCK_HELD_BACK,
     GATE_CORPUS,
+    GATE_TWO_RUN_TUNING,
     HELD_BACK,
     WORKLOADS,
     Workload,
@@ -43,7 +46,7 @@ from perfgate.lifecycle.calibrate import K  # noqa: E402
 from perfgate.verdicts.check import check  # noqa: E402
 
 # Every start of the corpus with two runs: the data the two-run floors were set from.
-CORPUS = (*WORKLOADS, *HELD_BACK, *GATE_CORPUS, *GATE_CLOCK_HELD_BACK)
+CORPUS = (*WORKLOADS, *HELD_BACK, *GATE_CORPUS, *GATE_CLOCK_HELD_BACK, *GATE_TWO_RUN_TUNING)
 BANDS = ((10_000.0, 20_000.0, "10-20 us"), (20_000.0, math.inf, ">= 20 us"))
 
 
@@ -58,6 +61,7 @@ class Move:
     move: float  # the judged duration's relative change
     own: float  # K x the relative spread of the baseline's own runs
     bound: float  # the bound it was judged under
+    corrected: bool = False  # judged after its process's common factor
 
     @property
     def past_own(self) -> bool:
@@ -96,7 +100,8 @@ def moves(workloads: Iterable[Workload]) -> list[Move]:
                 out.append(
                     Move(w.name.split()[0], runs, w.name, path.name, v.kernel,
                          float(recorded) if isinstance(recorded, float | int) else 0.0,
-                         c.current / c.baseline - 1.0, own.get(v.kernel, 0.0), bound)
+                         c.current / c.baseline - 1.0, own.get(v.kernel, 0.0), bound,
+                         "judged against the recorded time x" in c.message)
                 )  # fmt: skip
     return out
 

@@ -1,9 +1,10 @@
 """The bound of a kernel's time in a check of two runs or more of one build (`perfgate check -c
 RUN1 -c RUN2`): its duration is the fastest launch of them all, and a process that ran slow as
 a whole on one run is outvoted by the other. Measured on the corpus's starts with two runs
-(perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS, docs/noise.md "Two runs per check"): from
-20 us an H100 kernel's largest move past its own spread fell from 3.40% in one run to 2.11% in
-two, an H200 kernel's 10-20 us from 5.79% to 3.08% after the common factor.
+(perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS and TWO_RUN_CORRECTED_FLOOR_POINTS,
+docs/noise.md "Two runs per check"): from 20 us an H100 kernel's largest move past its own
+spread fell from 3.94% in one run to 2.11% in two, an H200 kernel's 10-20 us from 6.07% to
+3.08% after the common factor.
 
 Only a bound the time floor set is tightened: a bound set by the kernel's own spread (twice it
 still covers it) or by a user's threshold is kept, as perfgate.judge.common_mode keeps it."""
@@ -24,15 +25,17 @@ def two_run_bound(
     gpu: str | None,
     own_spread: float,
     runs: int,
+    corrected: bool = False,
 ) -> float | None:
     """The bound of a time measured over `runs` capture files, or None where the two-run floor
     does not apply or would not tighten it. `recorded`: the bound the baseline holds; `judged`:
-    the bound it is judged under otherwise (the corrected one, where a common factor applied).
-    Where the time floor set the recorded bound: the two-run floor or K x the kernel's own
-    spread, the larger, where that is below `judged`."""
+    the bound it is judged under otherwise (the corrected one, where a common factor applied:
+    `corrected`, which picks the two-run floor of a corrected time). Where the time floor set
+    the recorded bound: the two-run floor or K x the kernel's own spread, the larger, where
+    that is below `judged`."""
     if runs < MIN_RUNS:
         return None
-    floor = two_run_floor_at(recorded_ns, gpu)
+    floor = two_run_floor_at(recorded_ns, gpu, corrected)
     if floor is None or not set_by_floor(recorded, recorded_ns, gpu):
         return None
     # Rounded as a recorded bound is (the YAML keeps 4 digits): 'bound 2.75%', not 2.7512%.

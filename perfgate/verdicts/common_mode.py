@@ -94,7 +94,7 @@ def _bounded(
     )
     scaled = bound is not None
     judged = threshold.relative if bound is None else bound
-    tighter = two_run_bound(threshold.relative, judged, recorded_ns, gpu, own, runs)
+    tighter = two_run_bound(threshold.relative, judged, recorded_ns, gpu, own, runs, scaled)
     if not scaled and tighter is None:
         return metric, False, False
     by = factor if factor is not None and scaled else 1.0

@@ -275,12 +275,15 @@ def _launch_count(
 def per_configuration(kernel: KernelBaseline, launches: Sequence[Launch]) -> KernelBaseline:
     """An autotuned entry with its duration set to what the check's configurations took when
     recorded (perfgate.identity.configs.expected_duration); its bound is one configuration's
-    noise (perfgate.lifecycle.record)."""
+    noise (perfgate.lifecycle.record). The recorded range spans every configuration the runs
+    chose, which is no noise of this one: it goes, so that a tighter floor of the check (two
+    runs, perfgate.judge.two_runs) is not held off by another configuration's time."""
     expected = expected_duration(kernel.configurations, launches) if kernel.tuned else None
     if expected is None:
         return kernel
     metrics = tuple(
-        replace(m, value=expected) if m.name == "duration" else m for m in kernel.metrics
+        replace(m, value=expected, low=expected, high=expected) if m.name == "duration" else m
+        for m in kernel.metrics
     )
     return replace(kernel, metrics=metrics)
 
