@@ -25,6 +25,23 @@ One start per GPU kind and corpus is held back while the parameters are chosen (
 h200-c, gate h100-l, gate h200-f, families fam-d); `--held-back` builds the series from every
 start, the held-back one included, and reports apart.
 
+`--runs-per-point 2`: each point of main's history is a check given two capture files of one
+machine start (`perfgate check -c run1.csv -c run2.csv`), so its value is what such a check
+measures and stores: both runs' launches measured as one kernel (perfgate.metrics.measure:
+the fastest launch of both runs for `duration`, the median launch of both for a median
+metric, the median of the two runs' counts for a count). Only starts of two runs or more are
+used, and a corpus only where two such starts or more are left (one start alone holds no
+noise between machine starts). A point is two consecutive runs of the drawn start (runs r and
+r + 1, wrapping); a start of 3 runs holds 3 such points and a start of 2 runs one, and a block
+is 1 to all of the start's points. The same draws give a one-run arm beside it (each point's
+first run alone), so the tables compare one run per point against two on the same starts,
+the same kernels and the same sequence of machine starts, side by side. A recorded start of 2
+runs holds a single pair, which every point of that start repeats: those points lack the
+run-to-run noise a CI capturing twice per merge would see. So two more arms (`drawn`, for a
+metric whose value is its best launch, as `duration`) keep each drawn start's level (the mean
+of its runs) and draw every point's run-to-run part afresh from the kernel's pooled
+deviations (drawn_series): one deviation for one run per point, the best of two for two.
+
     python benchmarks/history_detection.py                 # tuning starts, default parameters
     python benchmarks/history_detection.py --held-back     # every start, the held-back ones in
     python benchmarks/history_detection.py --metric dram_bytes --metric instructions_executed
@@ -32,6 +49,7 @@ start, the held-back one included, and reports apart.
     python benchmarks/history_detection.py --cost          # seconds per series of 100 to 3000 runs
     python benchmarks/history_detection.py --noise         # one run's spread per duration band
     python benchmarks/history_detection.py --drift-only    # the drift rule alone, in seconds
+    python benchmarks/history_detection.py --runs-per-point 2   # one run per point against two
 """
 
 from __future__ import annotations
@@ -44,6 +62,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +82,11 @@ from perfgate.history.changepoints import (  # noqa: E402
     change_points,
     drift,
 )
-from perfgate.metrics.catalog import lookup  # noqa: E402
+from perfgate.identity.grouping import KernelKey, group_launches  # noqa: E402
+from perfgate.ingest import read_capture  # noqa: E402
+from perfgate.ingest.launches import merge  # noqa: E402
+from perfgate.metrics.catalog import Aggregate, lookup  # noqa: E402
+from perfgate.metrics.measure import Measured, measure  # noqa: E402
 from perfgate.metrics.thresholds import Direction, Noise  # noqa: E402
 
 FIELD = ROOT / "tests" / "data" / "field"
@@ -105,7 +128,9 @@ CORPORA = (
 
 @dataclass(frozen=True)
 class KernelSeries:
-    """One kernel's values of one metric, per machine start, runs in capture order."""
+    """One kernel's values of one metric, per machine start, runs in capture order. `pairs`
+    (--runs-per-point 2): per start, the value of a check given runs r and r + 1 (wrapping)
+    as two capture files, for each run r; empty when not asked."""
 
     gpu: str
     corpus: str
@@ -114,6 +139,11 @@ class KernelSeries:
     metric: str
     band: str
     starts: tuple[tuple[float, ...], ...]
+    pairs: tuple[tuple[float, ...], ...] = ()
+
+    def table(self, runs_per_point: int) -> tuple[tuple[float, ...], ...]:
+        """Per start, the value of the point that begins at each run."""
+        return self.starts if runs_per_point == 1 else self.pairs
 
 
 def _runs(folder: Path, workload: str) -> list[Path]:
@@ -123,19 +153,52 @@ def _runs(folder: Path, workload: str) -> list[Path]:
     )
 
 
-def kernel_series(corpus: Corpus, metrics: Sequence[str], held_back: bool) -> list[KernelSeries]:
-    starts = [s for s in corpus.starts if held_back or s != corpus.held_back]
+@cache
+def merged_values(
+    paths: tuple[Path, ...], metrics: tuple[str, ...]
+) -> dict[KernelKey, dict[str, float]]:
+    """Each kernel's metrics over several capture files read as one, as `perfgate check -c
+    run1.csv -c run2.csv` measures them: the launches of every file grouped and measured
+    together (perfgate.metrics.measure), in the same way benchmarks/noise_model.kernels_of
+    measures one file. Only numbers are kept."""
+    capture = merge([read_capture(p) for p in paths])
+    out: dict[KernelKey, dict[str, float]] = {}
+    for group in group_launches(capture.launches):
+        values: dict[str, float] = {}
+        for metric in metrics:
+            got = measure(lookup(metric), group.launches, capture.columns)
+            if isinstance(got, Measured) and isinstance(got.value, float):
+                values[metric] = got.value
+        out[group.key] = values
+    return out
+
+
+def point_files(files: Sequence[Path], runs_per_point: int) -> list[tuple[Path, ...]]:
+    """The capture files of the point that begins at each run: runs r .. r + k - 1, wrapping."""
+    n = len(files)
+    return [tuple(sorted(files[(r + j) % n] for j in range(runs_per_point))) for r in range(n)]
+
+
+def kernel_series(
+    corpus: Corpus, metrics: Sequence[str], held_back: bool, runs_per_point: int = 1
+) -> list[KernelSeries]:
+    """The corpus' kernel series. runs_per_point 2: only its starts of two runs or more, with
+    the two-run points measured (none where fewer than two such starts are left)."""
+    chosen = [s for s in corpus.starts if held_back or s != corpus.held_back]
     out = []
     for workload in corpus.workloads:
         files = {s: _runs(corpus.folder / s, workload) for s in corpus.starts}
         if not all(files.values()):
+            continue
+        starts = [s for s in chosen if len(files[s]) >= runs_per_point]
+        if runs_per_point > 1 and len(starts) < 2:
             continue
         # Present in every run of every start, held-back ones included: one kernel set for
         # both evaluations.
         every = [kernels_of(p) for s in corpus.starts for p in files[s]]
         keys = set(every[0]).intersection(*every[1:])
         for key in sorted(keys, key=repr):
-            durations = [k[key].duration_ns for k in every if k[key].duration_ns is not None]
+            durations = [d for k in every if (d := k[key].duration_ns) is not None]
             band = band_of(statistics.median(durations) if durations else None)
             for metric in metrics:
                 per_start = []
@@ -143,25 +206,111 @@ def kernel_series(corpus: Corpus, metrics: Sequence[str], held_back: bool) -> li
                     values = [kernels_of(p)[key].values.get(metric) for p in files[s]]
                     per_start.append(tuple(v for v in values if isinstance(v, float)))
                 counts = [len(files[s]) for s in starts]
-                if [len(v) for v in per_start] == counts:
-                    name = key.name[:40]
-                    out.append(KernelSeries(corpus.gpu, corpus.label, workload, name, metric,
-                                            band, tuple(per_start)))  # fmt: skip
+                if [len(v) for v in per_start] != counts:
+                    continue
+                pairs: list[tuple[float, ...]] = []
+                if runs_per_point > 1:
+                    for s in starts:
+                        got = [merged_values(f, tuple(metrics)).get(key, {}).get(metric)
+                               for f in point_files(files[s], runs_per_point)]  # fmt: skip
+                        pairs.append(tuple(v for v in got if v is not None))
+                    if [len(v) for v in pairs] != counts:
+                        continue  # the runs read as one group the kernel otherwise: left out
+                out.append(KernelSeries(corpus.gpu, corpus.label, workload, key.name[:40],
+                                        metric, band, tuple(per_start), tuple(pairs)))  # fmt: skip
     return out
+
+
+Draw = tuple[int, int]  # (start, the run the point begins at)
+
+
+def draw(
+    sizes: Sequence[int], length: int, rng: np.random.Generator, runs_per_point: int = 1
+) -> list[Draw]:
+    """Main's history over machine starts, as the place of each point: a start at random (the
+    same one again included), then 1 to all of its points in capture order (from a random
+    run, wrapping), then the next. A start of n runs holds n points of one run, n points of
+    two (runs r and r + 1) when n > 2, and one when n = 2."""
+    out: list[Draw] = []
+    while len(out) < length:
+        start = int(rng.integers(0, len(sizes)))
+        n = sizes[start]
+        points = n if n > runs_per_point else 1
+        block = int(rng.integers(1, points + 1))
+        first = int(rng.integers(0, n))
+        out += [(start, (first + j) % n) for j in range(block)]
+    return out[:length]
+
+
+def series_of(table: Sequence[Sequence[float]], at: Sequence[Draw]) -> list[float]:
+    """Main's values at the drawn places: table[start][run] (KernelSeries.table)."""
+    return [table[start][run] for start, run in at]
 
 
 def resample(
     starts: Sequence[Sequence[float]], length: int, rng: np.random.Generator
 ) -> list[float]:
-    """Main's history over machine starts: a start at random (the same one again included),
-    then 1 to all of its runs in capture order (from a random one, wrapping), then the next."""
+    """Main's history of one run per point (draw)."""
+    return series_of(starts, draw([len(runs) for runs in starts], length, rng))
+
+
+@dataclass(frozen=True, order=True)
+class Arm:
+    """How main's points are made: runs per point; `drawn`, the run-to-run part drawn afresh
+    for every point (drawn_series) rather than the start's recorded runs taken again."""
+
+    runs: int
+    drawn: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.runs}{', drawn' if self.drawn else ''}"
+
+
+def deviations(starts: Sequence[Sequence[float]]) -> list[float]:
+    """Every run's relative deviation from its start's mean, over the starts of two runs or
+    more, scaled by sqrt(n / (n - 1)) so that a start of n runs does not understate the spread
+    (the modified residuals of the bootstrap: Davison and Hinkley 1997, 6.2.3)."""
     out: list[float] = []
-    while len(out) < length:
-        runs = starts[int(rng.integers(0, len(starts)))]
-        block = int(rng.integers(1, len(runs) + 1))
-        first = int(rng.integers(0, len(runs)))
-        out += [runs[(first + j) % len(runs)] for j in range(block)]
-    return out[:length]
+    for runs in starts:
+        n = len(runs)
+        mean = statistics.fmean(runs)
+        if n > 1 and mean:
+            out += [(v / mean - 1) * math.sqrt(n / (n - 1)) for v in runs]
+    return out
+
+
+def drawn_series(
+    starts: Sequence[Sequence[float]],
+    at: Sequence[Draw],
+    runs_per_point: int,
+    rng: np.random.Generator,
+    best: Callable[[Sequence[float]], float] = min,
+) -> list[float]:
+    """Main's points at the drawn starts, each the start's mean times (1 + a deviation), the
+    deviation the best (`best`: the fastest time) of `runs_per_point` deviations drawn from
+    the kernel's pooled ones (deviations) without replacement. A recorded start of 2 runs
+    holds one pair of runs, which every point of that start would repeat; here each point
+    gets fresh runs, as a CI capturing twice per merge does. The same rng stream for every
+    runs_per_point: one run per point takes the first of the two draws."""
+    pool = deviations(starts)
+    means = [statistics.fmean(runs) for runs in starts]
+    out = []
+    for start, _ in at:
+        first = int(rng.integers(0, len(pool)))
+        second = int(rng.integers(0, len(pool) - 1))
+        second += second >= first
+        picks = (pool[first], pool[second])[:runs_per_point]
+        out.append(means[start] * (1 + best(picks)))
+    return out
+
+
+def arm_series(ks: KernelSeries, arm: Arm, at: Sequence[Draw], seed: Sequence[int]) -> list[float]:
+    """The series of one arm at the drawn places; `seed`, the drawn arms' deviations' stream."""
+    if not arm.drawn:
+        return series_of(ks.table(arm.runs), at)
+    direction = lookup(ks.metric).direction
+    best = max if direction is Direction.LOWER_IS_WORSE else min
+    return drawn_series(ks.starts, at, arm.runs, np.random.default_rng(seed), best)
 
 
 def injected(values: Sequence[float], kind: str, direction: Direction) -> list[float]:
@@ -256,15 +405,22 @@ class Tally:
     )
 
 
+Key = tuple[str, str, str, Arm]  # GPU, metric, duration band, how points are made
+
+
 def evaluate(
     all_series: Sequence[KernelSeries],
     detection: Detection,
     rule: DriftRule,
     seed: int,
     with_points: bool = True,
-) -> dict[tuple[str, str, str], Tally]:
-    """with_points=False (--drift-only): no change points looked for; the drift rule alone."""
-    tallies: dict[tuple[str, str, str], Tally] = {}
+    arms: Sequence[Arm] = (Arm(1),),
+) -> dict[Key, Tally]:
+    """with_points=False (--drift-only): no change points looked for; the drift rule alone.
+    arms: the ways of making points to evaluate, each on the same draws of machine starts
+    (shaped for the most runs per point: draw)."""
+    tallies: dict[Key, Tally] = {}
+    shape = max(arm.runs for arm in arms)
     for i, ks in enumerate(all_series):
         defn = lookup(ks.metric)
         exact = defn.noise is Noise.EXACT
@@ -273,25 +429,41 @@ def evaluate(
             return change_points(v, exact=exact, detection=detection) if with_points else []
 
         rng = np.random.default_rng([seed, i])
-        for key in ((ks.gpu, ks.metric, ks.band), (ks.gpu, ks.metric, "all")):
-            tallies.setdefault(key, Tally())
-        plain = resample(ks.starts, WARMUP + UNCHANGED, rng)
-        points, flags = false_alarms(plain, find, rule, defn.direction)
-        base = resample(ks.starts, T0 + HORIZON, rng)
-        caught = {k: delays(injected(base, k, defn.direction), find, rule, defn.direction)
-                  for k in KINDS}  # fmt: skip
-        for key in ((ks.gpu, ks.metric, ks.band), (ks.gpu, ks.metric, "all")):
-            t = tallies[key]
-            t.series += 1
-            t.runs += UNCHANGED
-            # Either rule's alarm is an alarm: a run both flag counts twice (an upper bound).
-            for method, n in zip(METHODS, (points, flags, points + flags), strict=True):
-                t.alarms[method] += n
-            for k in KINDS:
-                point, flag = caught[k]
-                for method, d in zip(METHODS, (point, flag, _first(point, flag)), strict=True):
-                    t.delays[method][k].append(d)
+        sizes = [len(runs) for runs in ks.starts]
+        plain_at = draw(sizes, WARMUP + UNCHANGED, rng, shape)
+        base_at = draw(sizes, T0 + HORIZON, rng, shape)
+        for arm in arms:
+            plain = arm_series(ks, arm, plain_at, (seed, i, 1))
+            base = arm_series(ks, arm, base_at, (seed, i, 2))
+            _tally(tallies, ks, arm, plain, base, find, rule, defn.direction)
     return tallies
+
+
+def _tally(
+    tallies: dict[Key, Tally],
+    ks: KernelSeries,
+    arm: Arm,
+    plain: Sequence[float],
+    base: Sequence[float],
+    find: Finder,
+    rule: DriftRule,
+    direction: Direction,
+) -> None:
+    """One series' false alarms (on `plain`) and delays (changes injected into `base`)."""
+    keys = ((ks.gpu, ks.metric, ks.band, arm), (ks.gpu, ks.metric, "all", arm))
+    points, flags = false_alarms(plain, find, rule, direction)
+    caught = {k: delays(injected(base, k, direction), find, rule, direction) for k in KINDS}
+    for key in keys:
+        t = tallies.setdefault(key, Tally())
+        t.series += 1
+        t.runs += UNCHANGED
+        # Either rule's alarm is an alarm: a run both flag counts twice (an upper bound).
+        for method, n in zip(METHODS, (points, flags, points + flags), strict=True):
+            t.alarms[method] += n
+        for k in KINDS:
+            point, flag = caught[k]
+            for method, d in zip(METHODS, (point, flag, _first(point, flag)), strict=True):
+                t.delays[method][k].append(d)
 
 
 def _caught(delay_list: Sequence[int | None], goal: int | None) -> str:
@@ -305,37 +477,55 @@ def _caught(delay_list: Sequence[int | None], goal: int | None) -> str:
     return f"{rate}{within} (median {median:g}, max {max(got)})"
 
 
-def report(tallies: dict[tuple[str, str, str], Tally], out: Callable[[str], None]) -> None:
+ORDER = {"all": 0, "< 5 us": 1, "5-20 us": 2, ">= 20 us": 3, "unknown": 4}
+
+
+def report(tallies: dict[Key, Tally], out: Callable[[str], None]) -> None:
+    """One row per GPU, metric, band and method; with more than one arm, a column of runs per
+    point and the arms' rows side by side."""
+    arms = list(dict.fromkeys(key[3] for key in tallies))
     head = " | ".join(f"{KIND_TITLES[k]}: caught (delay in runs)" for k in KINDS)
-    out(f"| GPU | metric | duration band | series | method | {head} | false alarms per 100 runs |")
-    out("|---|---|---|---|---|" + "---|" * len(KINDS) + "---|")
-    order = {"all": 0, "< 5 us": 1, "5-20 us": 2, ">= 20 us": 3, "unknown": 4}
-    for key in sorted(tallies, key=lambda k: (k[0], k[1], order.get(k[2], 9))):
-        t = tallies[key]
-        gpu, metric, band = key
-        per100 = 100.0 / t.runs if t.runs else 0.0
+    per_point = " runs per point |" if len(arms) > 1 else ""
+    out(f"| GPU | metric | duration band | series | method |{per_point} {head} | "
+        "false alarms per 100 runs |")  # fmt: skip
+    out("|---|---|---|---|---|" + "---|" * (len(KINDS) + (len(arms) > 1)) + "---|")
+    groups = sorted({key[:3] for key in tallies}, key=lambda k: (k[0], k[1], ORDER.get(k[2], 9)))
+    for gpu, metric, band in groups:
         for method in METHODS:
-            cells = " | ".join(_caught(t.delays[method][k], GOALS[k]) for k in KINDS)
-            out(f"| {gpu} | `{metric}` | {band} | {t.series} | {method} | {cells} | "
-                f"{t.alarms[method] * per100:.2f} |")  # fmt: skip
+            for arm in arms:
+                t = tallies[gpu, metric, band, arm]
+                per100 = 100.0 / t.runs if t.runs else 0.0
+                cells = " | ".join(_caught(t.delays[method][k], GOALS[k]) for k in KINDS)
+                runs = f" {arm} |" if len(arms) > 1 else ""
+                out(f"| {gpu} | `{metric}` | {band} | {t.series} | {method} |{runs} {cells} | "
+                    f"{t.alarms[method] * per100:.2f} |")  # fmt: skip
 
 
-def noise(all_series: Sequence[KernelSeries], seed: int, out: Callable[[str], None]) -> None:
-    """Per GPU and duration band: one run's spread (the drift rule's, over main's resampled
-    history of WARMUP + UNCHANGED runs) relative to the kernel's median, and the share of
-    series a +5% step moves beyond 3 such spreads."""
-    out(
-        "| GPU | duration band | series | spread: median | 75th percentile | +5% beyond 3 spreads |"
-    )
-    out("|---|---|---|---|---|---|")
-    spreads: dict[tuple[str, str], list[float]] = {}
+def noise(
+    all_series: Sequence[KernelSeries],
+    seed: int,
+    out: Callable[[str], None],
+    arms: Sequence[Arm] = (Arm(1),),
+) -> None:
+    """Per GPU and duration band: one point's spread (the drift rule's, over main's resampled
+    history of WARMUP + UNCHANGED points) relative to the kernel's median, and the share of
+    series a +5% step moves beyond 3 such spreads; per arm of runs per point, on one draw."""
+    runs = " runs per point |" if len(arms) > 1 else ""
+    out(f"| GPU | duration band | series |{runs} spread: median | 75th percentile | "
+        "+5% beyond 3 spreads |")  # fmt: skip
+    out("|---|---|---|" + "---|" * (len(arms) > 1) + "---|---|---|")
+    spreads: dict[tuple[str, int, str, Arm], list[float]] = {}
     for i, ks in enumerate(all_series):
-        values = resample(ks.starts, WARMUP + UNCHANGED, np.random.default_rng([seed, i]))
-        relative = changepoints.spread(values) / abs(statistics.median(values))
-        spreads.setdefault((ks.gpu, ks.band), []).append(relative)
-    for (gpu, band), got in sorted(spreads.items()):
+        rng = np.random.default_rng([seed, i])
+        at = draw([len(r) for r in ks.starts], WARMUP + UNCHANGED, rng, max(a.runs for a in arms))
+        for arm in arms:
+            values = arm_series(ks, arm, at, (seed, i, 1))
+            relative = changepoints.spread(values) / abs(statistics.median(values))
+            spreads.setdefault((ks.gpu, ORDER.get(ks.band, 9), ks.band, arm), []).append(relative)
+    for (gpu, _, band, arm), got in sorted(spreads.items()):
         beyond = sum(3 * r < 0.05 for r in got) / len(got)
-        out(f"| {gpu} | {band} | {len(got)} | {statistics.median(got):.2%} | "
+        column = f" {arm} |" if len(arms) > 1 else ""
+        out(f"| {gpu} | {band} | {len(got)} |{column} {statistics.median(got):.2%} | "
             f"{float(np.percentile(got, 75)):.2%} | {beyond:.0%} |")  # fmt: skip
 
 
@@ -378,6 +568,14 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--drift-only", action="store_true", help="the drift rule alone (seconds, not minutes)"
     )
+    parser.add_argument(
+        "--runs-per-point",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: each point a check of two capture files, beside one run per point on the same "
+        "starts with two runs or more",
+    )
     args = parser.parse_args(argv)
     global PERSIST
     PERSIST = args.drift_persist
@@ -392,15 +590,22 @@ def main(argv: Sequence[str]) -> int:
     rule = replace(DEFAULT_DRIFT, runs=args.drift_runs, spreads=args.drift_spreads,
                    floor=args.drift_floor)  # fmt: skip
     began = time.monotonic()
-    series = [s for c in CORPORA for s in kernel_series(c, metrics, args.held_back)]
+    k = args.runs_per_point
+    arms: tuple[Arm, ...] = (Arm(1),) if k == 1 else (Arm(1), Arm(k))
+    if k > 1 and all(lookup(m).aggregate is Aggregate.FASTEST for m in metrics):
+        arms += (Arm(1, True), Arm(k, True))  # drawn_series takes the best of the runs
+    series = [s for c in CORPORA for s in kernel_series(c, metrics, args.held_back, k)]
     if args.quick:
         series = series[::4]
     if args.noise:
-        noise(series, args.seed, print)
+        noise(series, args.seed, print, arms)
         return 0
-    tallies = evaluate(series, detection, rule, args.seed, with_points=not args.drift_only)
+    tallies = evaluate(series, detection, rule, args.seed, not args.drift_only, arms)
+    used = sorted({s.corpus for s in series}, key=[c.label for c in CORPORA].index)
+    where = (f"; starts of {k} runs or more, one run per point against {k} on the same draws "
+             f"({', '.join(used)})" if k > 1 else "")  # fmt: skip
     print(f"{'every start, the held-back ones in' if args.held_back else 'tuning starts'}: "
-          f"{len(series)} kernel series; {detection}; {rule}; spread {args.drift_spread}, "
+          f"{len(series)} kernel series{where}; {detection}; {rule}; spread {args.drift_spread}, "
           f"persist {args.drift_persist}{', drift rule only' if args.drift_only else ''}; "
           f"{time.monotonic() - began:.0f} s")  # fmt: skip
     report(tallies, print)

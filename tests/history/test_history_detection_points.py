@@ -1,0 +1,114 @@
+"""How benchmarks/history_detection.py builds main's points (docs/history.md, "Two capture
+files per check on main"): with `--runs-per-point 2` a point is what `perfgate check -c run1.csv -c run2.csv`
+stores, whose `duration` is the fastest launch of both runs, so the smaller of the two runs'
+values. The durations below are read from the capture files' own column, not through the
+benchmark, and the hand-made series' points are worked out here."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfgate.ingest import read_capture
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import history_detection as hd
+
+TIME = "gpu__time_duration.sum"  # ncu's column: the launch's duration in ns
+# The H200 field reductions: starts of 3, 2 and 2 runs (h200-c held back; read here only to
+# check the measurement, never to choose a parameter).
+REDUCTIONS = hd.Corpus("H200 field", "H200", hd.FIELD / "h200", ("h200-a", "h200-b", "h200-c"),
+                       "h200-c", ("reductions",))  # fmt: skip
+
+
+def _fastest(paths: tuple[Path, ...]) -> dict[tuple[str, object, object], float]:
+    """The fastest launch of each (name, grid, block) over the files, from the raw column."""
+    out: dict[tuple[str, object, object], float] = {}
+    for path in paths:
+        for launch in read_capture(path).launches:
+            value = launch.metrics.get(TIME)
+            if isinstance(value, float):
+                key = (launch.name, launch.grid, launch.block)
+                out[key] = min(out.get(key, math.inf), value)
+    return out
+
+
+def test_two_capture_files_measure_the_fastest_launch_of_both() -> None:
+    files = hd._runs(REDUCTIONS.folder / "h200-a", "reductions")
+    assert len(files) == 3
+    compared = 0
+    for pair in hd.point_files(files, 2):
+        assert len(pair) == 2 and pair[0] != pair[1]
+        expected = _fastest(pair)
+        got = hd.merged_values(pair, ("duration",))
+        for key, values in got.items():
+            if key.work is None and "duration" in values:
+                assert values["duration"] == expected[key.name, key.grid, key.block]
+                compared += 1
+    assert compared >= 10
+
+
+def test_the_two_run_point_is_the_smaller_duration_of_its_runs() -> None:
+    series = hd.kernel_series(REDUCTIONS, ["duration"], held_back=True, runs_per_point=2)
+    assert len(series) >= 5
+    for ks in series:
+        assert [len(runs) for runs in ks.starts] == [3, 2, 2]
+        for runs, pairs in zip(ks.starts, ks.pairs, strict=True):
+            n = len(runs)
+            assert pairs == tuple(min(runs[r], runs[(r + 1) % n]) for r in range(n))
+    # Each run's value is its file's fastest launch: one kernel checked against the column.
+    files = hd._runs(REDUCTIONS.folder / "h200-b", "reductions")
+    by_file = [_fastest((f,)) for f in files]
+    ks = series[0]
+    matching = [k for k in by_file[0] if k[0][:40] == ks.kernel]
+    if len(matching) == 1:
+        key = matching[0]
+        assert ks.starts[1] == (by_file[0][key], by_file[1][key])
+        assert ks.pairs[1][0] == min(by_file[0][key], by_file[1][key])
+
+
+def test_tuning_starts_of_one_run_are_left_out_and_a_lone_start_is_no_corpus() -> None:
+    # h200-c is held back: the tuning starts of two runs or more are h200-a and h200-b.
+    tuning = hd.kernel_series(REDUCTIONS, ["duration"], held_back=False, runs_per_point=2)
+    assert tuning and all(len(ks.starts) == 2 for ks in tuning)
+    fam = next(c for c in hd.CORPORA if c.label == "H100 families")
+    assert hd.kernel_series(fam, ["duration"], held_back=True, runs_per_point=2) == []
+
+
+def test_series_of_draws_gives_each_point_the_smaller_run() -> None:
+    starts = ((100.0, 104.0, 101.0), (110.0, 108.0))
+    ks = hd.KernelSeries("H100", "c", "w", "k", "duration", "< 5 us", starts,
+                         ((100.0, 101.0, 100.0), (108.0, 108.0)))  # fmt: skip
+    at = hd.draw([3, 2], 200, np.random.default_rng(5), runs_per_point=2)
+    assert len(at) == 200 and {s for s, _ in at} == {0, 1}
+    one = hd.series_of(ks.table(1), at)
+    two = hd.series_of(ks.table(2), at)
+    for (s, r), a, b in zip(at, one, two, strict=True):
+        runs = starts[s]
+        assert a == runs[r]
+        assert b == min(runs[r], runs[(r + 1) % len(runs)])
+
+
+def test_drawn_points_take_the_faster_of_two_fresh_runs() -> None:
+    starts = ((100.0, 104.0, 102.0), (110.0, 106.0))
+    # Deviations from each start's mean, scaled by sqrt(n / (n - 1)).
+    expected = [(-2 / 102) * math.sqrt(1.5), (2 / 102) * math.sqrt(1.5), 0.0,
+                (2 / 108) * math.sqrt(2), (-2 / 108) * math.sqrt(2)]  # fmt: skip
+    assert hd.deviations(starts) == pytest.approx(expected)
+    at = [(0, 0), (1, 0), (1, 1), (0, 2)] * 10
+    one = hd.drawn_series(starts, at, 1, np.random.default_rng(3))
+    two = hd.drawn_series(starts, at, 2, np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    means = [statistics.fmean(runs) for runs in starts]
+    for (s, _), a, b in zip(at, one, two, strict=True):
+        first = int(rng.integers(0, 5))
+        second = int(rng.integers(0, 4))
+        second += second >= first
+        assert a == pytest.approx(means[s] * (1 + expected[first]))
+        assert b == pytest.approx(means[s] * (1 + min(expected[first], expected[second])))
+        assert b <= a
