@@ -278,7 +278,7 @@ GATE_CLOCK_HELD_BACK = (
 TWO_RUN_STARTS = ("h100-s", "h200-i")
 # The next two-run starts, captured while those floors were tuned and sealed (not read) until
 # they were fixed: the held-back set of `--gate --two-runs --held-back`.
-SEALED_TWO_RUN_STARTS = ("h100-t", "h100-u", "h200-j", "h200-k")
+SEALED_TWO_RUN_STARTS = ("h100-t", "h100-u", "h200-j", "h200-k", "h200-l")
 
 
 def _two_run_starts(starts: tuple[str, ...]) -> tuple[Workload, ...]:

@@ -302,3 +302,51 @@ def test_an_autotuned_kernel_at_its_configuration_gets_the_two_run_floor() -> No
     assert bound == "+2.5%" and "two runs: bound 2.5%" in message
     bound, message = _duration(check(base, detection._read(runs[0])), entry.id)
     assert bound == "+4%" and "runs: bound" not in message
+
+
+@pytest.mark.parametrize("workload", detection.GATE_TWO_RUN_HELD_BACK, ids=lambda w: w.name)
+def test_the_sealed_starts_raise_no_false_alarm_in_two_runs(workload: detection.Workload) -> None:
+    """h100-t, h100-u, h200-j, h200-k, h200-l (captured while these floors were tuned, sealed
+    until they were fixed, evaluated once: docs/noise.md "Held back: five sealed starts"):
+    checked two runs at a time, a kernel fails only for a configuration its baseline never
+    recorded or its autotuner's choice, each named so."""
+    from perfgate.judge.comparison import State
+    from perfgate.judge.skips import Skip
+    from perfgate.judge.states import KernelState
+    from perfgate.verdicts.check import check
+
+    base = detection._baseline(workload.baseline_runs)
+    assert len(workload.other_start_runs) == 2
+    result = check(base, detection._read(detection.RunSet(workload.other_start_runs)))
+    for v in result.verdicts:
+        if int(v.exit_code) == 0:
+            continue
+        by_config = v.state is KernelState.UNJUDGED and all(
+            c.skip is Skip.CONFIGURATION for c in v.comparisons if c.state is State.UNJUDGED
+        )
+        by_autotuner = v.headline is not None and "autotuner" in v.headline.title
+        assert by_config or by_autotuner, (v.kernel, v.state)
+    assert result.program is None or result.program.state is not KernelState.REGRESSED
+
+
+def test_the_sealed_starts_catch_five_percent_at_the_rate_reported() -> None:
+    # docs/noise.md "Held back: five sealed starts", the autotuned programs aside (as
+    # benchmarks/two_runs.py counts): no two-run move past its bound, +5% caught as reported.
+    moves = analysis.both(detection.GATE_TWO_RUN_HELD_BACK)
+    two = [m for m in moves if m.runs == 2 and m.recorded_ns >= 10_000.0]
+    assert [m for m in two if m.move > m.bound] == []
+    got = {
+        (kind, low): (
+            sum((1 + m.move) * 1.05 - 1 > m.bound for m in band),
+            len(band),
+        )
+        for kind in ("H100", "H200")
+        for low, high, _ in analysis.BANDS
+        if (band := analysis.in_band(moves, kind, 2, low, high))
+    }
+    assert got == {
+        ("H100", 10_000.0): (19, 36),
+        ("H100", 20_000.0): (46, 48),
+        ("H200", 10_000.0): (16, 30),
+        ("H200", 20_000.0): (25, 33),
+    }
