@@ -28,7 +28,8 @@ job as the run's context). A history that cannot be written is a warning: the ga
 stands. A URL never shows in the log.
 
 Inputs (environment): PERFGATE (the perfgate executable), PERFGATE_BASELINE, PERFGATE_CAPTURES,
-PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_CAPTURE_ARGS, PERFGATE_JUNIT,
+PERFGATE_PROGRAM, PERFGATE_CAPTURE_OUTPUT, PERFGATE_PROGRAM_RUNS, PERFGATE_CAPTURE_ARGS,
+PERFGATE_JUNIT,
 PERFGATE_MARKDOWN, PERFGATE_JSON, PERFGATE_PR_COMMENT, PERFGATE_FAIL_ON, PERFGATE_WAIVE,
 PERFGATE_ARGS, PERFGATE_STEP_SUMMARY ("false": no step summary), PERFGATE_HISTORY.
 """
@@ -302,6 +303,28 @@ def _report_args(env: Mapping[str, str]) -> list[str]:
     return args
 
 
+# Each capture a separate ncu process; more than a few adds CI time and no measured narrowing
+# (docs/noise.md "Two runs per check" measured two).
+MAX_PROGRAM_RUNS = 5
+
+
+def program_runs(text: str) -> int | str:
+    """The program-runs input as a count, or what is wrong with it."""
+    value = text.strip() or "1"
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PROGRAM_RUNS:
+        return f"program-runs must be a whole number from 1 to {MAX_PROGRAM_RUNS}, not {value!r}"
+    return int(value)
+
+
+def run_output(output: str, run: int) -> str:
+    """Where run `run` of the program is captured: `output` itself for the first, then
+    `<stem>-run<N><suffix>` beside it (capture.csv, capture-run2.csv, ...)."""
+    if run == 1:
+        return output
+    path = Path(output)
+    return str(path.with_name(f"{path.stem}-run{run}{path.suffix}"))
+
+
 def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
     """The perfgate command lines to run in order (a capture, then the check) and the
     captures gated; or what is wrong with the inputs."""
@@ -321,10 +344,15 @@ def commands(env: Mapping[str, str]) -> tuple[list[list[str]], list[str]] | str:
         except ValueError as exc:
             return f"cannot split the program or capture-args input into arguments: {exc}"
         output = env.get("PERFGATE_CAPTURE_OUTPUT", "").strip() or "perfgate-report/capture.csv"
+        times = program_runs(env.get("PERFGATE_PROGRAM_RUNS", ""))
+        if isinstance(times, str):
+            return times
         # Every baseline given: perfgate capture covers those recorded on the runner's GPU.
         given = [a for b in baselines for a in ("--baseline", b)]
-        runs.append([perfgate, "capture", *given, "-o", output, *extra, "--", *argv])
-        captures.append(output)
+        for run in range(1, times + 1):
+            path = run_output(output, run)
+            runs.append([perfgate, "capture", *given, "-o", path, *extra, "--", *argv])
+            captures.append(path)
     if not captures:
         return "nothing to gate: give captures, or a program to capture"
     try:

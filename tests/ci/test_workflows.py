@@ -367,6 +367,29 @@ def test_action_plans_the_commands_without_a_shell(tmp_path: Path) -> None:
     assert "cannot split" in action.commands({**env, "PERFGATE_PROGRAM": "python3 'open"})
 
 
+def test_action_captures_the_program_as_often_as_asked() -> None:
+    action = _script("github_action")
+    env = {
+        "PERFGATE": "perfgate",
+        "PERFGATE_BASELINE": "baselines/",
+        "PERFGATE_PROGRAM": "python3 bench.py",
+        "PERFGATE_CAPTURE_OUTPUT": "out/cap.csv",
+        "PERFGATE_PROGRAM_RUNS": "2",
+    }
+    runs, captures = action.commands(env)
+    assert captures == ["out/cap.csv", "out/cap-run2.csv"]
+    # Two separate perfgate capture processes, then one check of both files.
+    assert [r[:2] for r in runs] == [["perfgate", "capture"]] * 2 + [["perfgate", "check"]]
+    assert [r[r.index("-o") + 1] for r in runs[:2]] == captures
+    check = runs[-1]
+    assert [check[i + 1] for i, a in enumerate(check) if a == "--capture"] == captures
+    one, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": ""})
+    assert got == ["out/cap.csv"] and len(one) == 2
+    for bad in ("0", "6", "two", "-1", "1.5"):
+        said = action.commands({**env, "PERFGATE_PROGRAM_RUNS": bad})
+        assert isinstance(said, str) and "program-runs must be" in said and repr(bad) in said
+
+
 def test_action_plans_the_history_import_and_hides_a_url(tmp_path: Path) -> None:
     action = _script("github_action")
     db = tmp_path / "history.sqlite"
