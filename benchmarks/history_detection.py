@@ -25,6 +25,13 @@ One start per GPU kind and corpus is held back while the parameters are chosen (
 h200-c, gate h100-l, gate h200-f, families fam-d); `--held-back` builds the series from every
 start, the held-back one included, and reports apart.
 
+`--held-back-gate`: a second held-back set, the gate starts of two runs that no corpus above
+uses (HELD_BACK_GATE: H100 h100-o, h100-p, h100-s, h100-t, h100-u; H200 h200-g to h200-l),
+none of them used to choose the parameters. The series are drawn from these starts alone (no
+tuning start among them), the gate corpora only; a start that did not capture a workload is
+left out of that workload's series (h100-o and h100-p hold 5 workloads, h100-s to h100-u
+all but compile-max-autotune).
+
 `--runs-per-point 2`: each point of main's history is a check given two capture files of one
 machine start (`perfgate check -c run1.csv -c run2.csv`), so its value is what such a check
 measures and stores: both runs' launches measured as one kernel (perfgate.metrics.measure:
@@ -50,6 +57,7 @@ deviations (drawn_series): one deviation for one run per point, the best of two 
     python benchmarks/history_detection.py --noise         # one run's spread per duration band
     python benchmarks/history_detection.py --drift-only    # the drift rule alone, in seconds
     python benchmarks/history_detection.py --runs-per-point 2   # one run per point against two
+    python benchmarks/history_detection.py --held-back-gate     # the second held-back set alone
 """
 
 from __future__ import annotations
@@ -109,8 +117,11 @@ class Corpus:
     gpu: str
     folder: Path
     starts: tuple[str, ...]
-    held_back: str
+    held_back: str  # "": none (a held-back set of its own)
     workloads: tuple[str, ...]
+    # A start may lack a workload: it is left out of that workload's series (a workload needs
+    # two starts). Otherwise a workload is used only where every start captured it.
+    partial: bool = False
 
 
 CORPORA = (
@@ -123,6 +134,18 @@ CORPORA = (
     Corpus("H200 gate", "H200", FIELD / "gate", ("h200-e", "h200-f"), "h200-f", FIELD_H200),
     Corpus("H100 families", "H100", FIELD / "families", ("fam-a", "fam-b", "fam-c", "fam-d"),
            "fam-d", FAMILIES),
+)  # fmt: skip
+
+# The second held-back set (--held-back-gate): the gate starts with two runs of a field workload
+# that no corpus above uses, never used to choose the parameters (tests/data/field/gate/
+# README.md); tests/history/test_history_detection_points.py holds that the list is every
+# such start.
+HELD_BACK_GATE = (
+    Corpus("H100 gate, second held-back set", "H100", FIELD / "gate",
+           ("h100-o", "h100-p", "h100-s", "h100-t", "h100-u"), "", FIELD_H100, partial=True),
+    Corpus("H200 gate, second held-back set", "H200", FIELD / "gate",
+           ("h200-g", "h200-h", "h200-i", "h200-j", "h200-k", "h200-l"), "", FIELD_H200,
+           partial=True),
 )  # fmt: skip
 
 
@@ -183,19 +206,22 @@ def kernel_series(
     corpus: Corpus, metrics: Sequence[str], held_back: bool, runs_per_point: int = 1
 ) -> list[KernelSeries]:
     """The corpus' kernel series. runs_per_point 2: only its starts of two runs or more, with
-    the two-run points measured (none where fewer than two such starts are left)."""
-    chosen = [s for s in corpus.starts if held_back or s != corpus.held_back]
+    the two-run points measured (none where fewer than two such starts are left). A partial
+    corpus: each workload from the starts that captured it, two at least."""
     out = []
     for workload in corpus.workloads:
         files = {s: _runs(corpus.folder / s, workload) for s in corpus.starts}
-        if not all(files.values()):
+        if corpus.partial:
+            files = {s: runs for s, runs in files.items() if runs}
+        if not files or not all(files.values()):
             continue
+        chosen = [s for s in files if held_back or s != corpus.held_back]
         starts = [s for s in chosen if len(files[s]) >= runs_per_point]
-        if runs_per_point > 1 and len(starts) < 2:
+        if len(starts) < 2 and (runs_per_point > 1 or corpus.partial):
             continue
         # Present in every run of every start, held-back ones included: one kernel set for
         # both evaluations.
-        every = [kernels_of(p) for s in corpus.starts for p in files[s]]
+        every = [kernels_of(p) for s in files for p in files[s]]
         keys = set(every[0]).intersection(*every[1:])
         for key in sorted(keys, key=repr):
             durations = [d for k in every if (d := k[key].duration_ns) is not None]
@@ -549,7 +575,13 @@ def cost(out: Callable[[str], None]) -> None:
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--held-back", action="store_true")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--held-back", action="store_true")
+    which.add_argument(
+        "--held-back-gate",
+        action="store_true",
+        help="the second held-back set alone: the two-run gate starts no corpus uses",
+    )
     parser.add_argument("--metric", action="append", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cost", action="store_true")
@@ -594,17 +626,22 @@ def main(argv: Sequence[str]) -> int:
     arms: tuple[Arm, ...] = (Arm(1),) if k == 1 else (Arm(1), Arm(k))
     if k > 1 and all(lookup(m).aggregate is Aggregate.FASTEST for m in metrics):
         arms += (Arm(1, True), Arm(k, True))  # drawn_series takes the best of the runs
-    series = [s for c in CORPORA for s in kernel_series(c, metrics, args.held_back, k)]
+    corpora = HELD_BACK_GATE if args.held_back_gate else CORPORA
+    held_back = args.held_back or args.held_back_gate
+    series = [s for c in corpora for s in kernel_series(c, metrics, held_back, k)]
     if args.quick:
         series = series[::4]
     if args.noise:
         noise(series, args.seed, print, arms)
         return 0
     tallies = evaluate(series, detection, rule, args.seed, not args.drift_only, arms)
-    used = sorted({s.corpus for s in series}, key=[c.label for c in CORPORA].index)
+    used = sorted({s.corpus for s in series}, key=[c.label for c in corpora].index)
     where = (f"; starts of {k} runs or more, one run per point against {k} on the same draws "
              f"({', '.join(used)})" if k > 1 else "")  # fmt: skip
-    print(f"{'every start, the held-back ones in' if args.held_back else 'tuning starts'}: "
+    title = ("the second held-back set alone (gate starts never used to choose the parameters)"
+             if args.held_back_gate else
+             "every start, the held-back ones in" if args.held_back else "tuning starts")  # fmt: skip
+    print(f"{title}: "
           f"{len(series)} kernel series{where}; {detection}; {rule}; spread {args.drift_spread}, "
           f"persist {args.drift_persist}{', drift rule only' if args.drift_only else ''}; "
           f"{time.monotonic() - began:.0f} s")  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,53 @@ def test_drawn_points_take_the_faster_of_two_fresh_runs() -> None:
         assert a == pytest.approx(means[s] * (1 + expected[first]))
         assert b == pytest.approx(means[s] * (1 + min(expected[first], expected[second])))
         assert b <= a
+
+
+GATE = hd.FIELD / "gate"
+# The second held-back set (--held-back-gate, docs/history.md "Two capture files per check on
+# main"): the gate starts of two runs never used to choose the history's parameters.
+SECOND_HELD_BACK = {
+    "H100": {"h100-o", "h100-p", "h100-s", "h100-t", "h100-u"},
+    "H200": {"h200-g", "h200-h", "h200-i", "h200-j", "h200-k", "h200-l"},
+}
+
+
+def _two_run_gate_starts(gpu: str, workloads: tuple[str, ...]) -> set[str]:
+    """The gate folders of this GPU holding a second run of a field workload."""
+    return {
+        d.name
+        for d in GATE.iterdir()
+        if d.is_dir()
+        and d.name.startswith(gpu.lower() + "-")
+        and any(len(hd._runs(d, w)) >= 2 for w in workloads)
+    }
+
+
+def test_the_second_held_back_set_is_every_two_run_gate_start_not_used_before() -> None:
+    used = {s for c in hd.CORPORA if c.folder == GATE for s in c.starts}
+    assert used == {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f"}
+    held = {gpu: {s for c in hd.HELD_BACK_GATE if c.gpu == gpu for s in c.starts}
+            for gpu in ("H100", "H200")}  # fmt: skip
+    assert held == SECOND_HELD_BACK
+    for gpu, workloads in (("H100", hd.FIELD_H100), ("H200", hd.FIELD_H200)):
+        assert _two_run_gate_starts(gpu, workloads) - used == held[gpu], gpu
+    for corpus in hd.HELD_BACK_GATE:
+        assert corpus.folder == GATE and corpus.partial and corpus.held_back == ""
+        assert len(corpus.starts) == len(set(corpus.starts))
+        assert corpus.workloads == (hd.FIELD_H100 if corpus.gpu == "H100" else hd.FIELD_H200)
+        # No start of the set is one a corpus of the tuning or first held-back set uses.
+        assert not set(corpus.starts) & {s for c in hd.CORPORA for s in c.starts}
+
+
+def test_a_partial_corpus_leaves_a_start_out_of_the_workloads_it_did_not_capture() -> None:
+    # h100-o captured 5 workloads, not cnn-fp32; h100-s and h100-t captured it twice.
+    corpus = next(c for c in hd.HELD_BACK_GATE if c.gpu == "H100")
+    assert not hd._runs(GATE / "h100-o", "cnn-fp32")
+    one = replace(corpus, starts=("h100-o", "h100-s", "h100-t"), workloads=("cnn-fp32",))
+    series = hd.kernel_series(one, ["duration"], held_back=True, runs_per_point=2)
+    assert series and all([len(r) for r in ks.starts] == [2, 2] for ks in series)
+    # A workload a single start captured makes no series.
+    lone = replace(one, starts=("h100-o", "h100-s"))
+    assert hd.kernel_series(lone, ["duration"], held_back=True) == []
+    # A corpus that is not partial drops the workload where a start lacks it.
+    assert hd.kernel_series(replace(one, partial=False), ["duration"], held_back=True) == []
