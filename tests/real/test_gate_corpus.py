@@ -30,6 +30,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "field" / "gate"
 CLOCK_STARTS = detection.CLOCK_STARTS
 MOE_STARTS = detection.GATE_MOE_STARTS
 TWO_RUNS = detection.TWO_RUN_STARTS
+SEALED = detection.SEALED_TWO_RUN_STARTS
 CAPTURES = sorted(CORPUS.glob("*/*.csv.gz"))
 # Inductor's max-autotune re-chooses its kernels on a fresh machine (docs/identity.md): its
 # verdicts are the autotuner's, not noise, and are held apart below.
@@ -43,7 +44,8 @@ def _workload(name: str) -> detection.Workload:
 def test_the_corpus_is_there() -> None:
     starts = {p.parent.name for p in CAPTURES}
     assert {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f", *CLOCK_STARTS} <= starts
-    old = [p for p in CAPTURES if p.parent.name not in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS)]
+    newer = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED)
+    old = [p for p in CAPTURES if p.parent.name not in newer]
     assert len(old) == 11 * (3 + 2 + 1) + 5 * (3 + 2)
     # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g/h:
     # 5 workloads x2.
@@ -60,6 +62,9 @@ def test_the_corpus_is_there() -> None:
     assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in MOE_STARTS] == [6, 6]
     # h100-s, h200-i: two runs of 10 and 5 workloads, held back for the two-run floors.
     assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in TWO_RUNS] == [20, 10]
+    # The sealed starts: two runs of 10 workloads (H100) and of 5 (H200) each.
+    want = [20 if s.startswith("h100") else 10 for s in SEALED]
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in SEALED] == want
     for w in detection.GATE_CORPUS:
         assert len(w.baseline_runs) == 3 and w.other_start_runs, w.name
         assert all(p.exists() for p in (*w.baseline_runs, *w.other_start_runs)), w.name
@@ -84,7 +89,7 @@ def test_every_capture_is_one_pass_of_the_gate_set(path: Path) -> None:
     assert "gpu__time_duration.sum" in requested
     assert requested <= capture.columns, sorted(requested - capture.columns)
     # The clock metrics came with the starts captured after them, asked for on every capture.
-    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS)
+    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED)
     assert set(CLOCK_METRICS) <= requested if clocked else not set(CLOCK_METRICS) & requested
     expected = GATE_ONE_PASS if clocked else GATE_ONE_PASS - set(CLOCK_METRICS)
     if "triton-autotune" not in path.name:
