@@ -74,6 +74,10 @@ _EXIT_PATHS = (
     "tests/cli/test_cli_options.py", "tests/cli/test_cli.py", "tests/common/test_write_safety.py",
 )  # fmt: skip
 _NEW_REPORTS = ("tests/reports/test_mutation_reports.py",)
+# Tests written for the survivors of the causes' rules (every function of rules_*.py).
+_NEW_CAUSES = ("tests/causes/test_mutation_causes.py",)
+# Tests written for the gaps the verdicts' run left (a check through real captures).
+_NEW_GAPS = ("tests/verdicts/test_mutation_gaps.py",)
 _REPORT_EXITS = (
     *_NEW_REPORTS, "tests/judge/test_policy.py", "tests/reports/test_github.py",
     "tests/cli/test_cli_options.py", "tests/reports/test_reports.py", "tests/cli/test_cli.py",
@@ -155,7 +159,9 @@ MODULES: dict[str, tuple[str, ...]] = {
                   "changes_paths", "changes_picks", "changes_work")
     },
     **{
-        f"perfgate/causes/{m}.py": (*_NEW_33, "tests/causes/test_causes.py", *_FAMILIES)
+        f"perfgate/causes/{m}.py": (
+            *_NEW_CAUSES, *_NEW_33, "tests/causes/test_causes.py", *_FAMILIES
+        )
         for m in ("rules_memory", "rules_occupancy", "rules_execution", "rules_work",
                   "rules_stalls", "rules_ncu", "rootcause")
     },
@@ -205,7 +211,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         *_NEW_VERDICTS, "tests/identity/test_split.py", "tests/identity/test_work_classes.py",
         "tests/usecases/test_two_phase.py",
     ),
-    "perfgate/verdicts/passing.py": (*_NEW_VERDICTS, "tests/real/test_check.py"),
+    "perfgate/verdicts/passing.py": (*_NEW_GAPS, *_NEW_VERDICTS, "tests/real/test_check.py"),
     "perfgate/causes/substitution.py": (
         *_NEW_VERDICTS, "tests/causes/test_causes.py", "tests/identity/test_identity.py",
         "tests/real/test_real_changes.py",
@@ -352,9 +358,10 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         # New kernels, the notice of a capture of another program and the change findings.
         "perfgate/verdicts/absent.py": (
-            *_NEW_VERDICTS, "tests/causes/test_changes.py", "tests/real/test_family_findings.py",
-            "tests/real/test_check.py", "tests/identity/test_identity.py",
-            "tests/real/test_real_changes.py", "tests/identity/test_work_classes.py",
+            *_NEW_GAPS, *_NEW_VERDICTS, "tests/causes/test_changes.py",
+            "tests/real/test_family_findings.py", "tests/real/test_check.py",
+            "tests/identity/test_identity.py", "tests/real/test_real_changes.py",
+            "tests/identity/test_work_classes.py",
         ),
     },
     "issue34": {
@@ -712,7 +719,7 @@ def _pytest(tree: Path, tests: tuple[str, ...], timeout: float) -> str:
 
 NEW_TESTS = frozenset(
     (*_NEW_JUDGE, *_NEW_MATCH, *_NEW_RATCHET, *_NEW_CALIBRATION, *_NEW_33, *_FASTCHECK,
-     *_NEW_VERDICTS, *_NEW_USECASES, *_NEW_REPORTS)
+     *_NEW_VERDICTS, *_NEW_USECASES, *_NEW_REPORTS, *_NEW_CAUSES, *_NEW_GAPS)
 )  # fmt: skip
 _before = False  # --before: the suite as it was before the tests written for this run
 _select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCTIONS
