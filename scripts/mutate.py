@@ -298,13 +298,15 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
             "gpu_kind", "interpolated", "time_floor_at", "corrected_floor_at",
             "CORRECTED_FLOOR_POINTS", "TIME_FLOOR_POINTS", "two_run_floor_at",
             "TWO_RUN_FLOOR_POINTS", "program_floor", "two_run_program_floor",
-            "PROGRAM_FLOORS", "TWO_RUN_PROGRAM_FLOORS",
+            "PROGRAM_FLOORS", "TWO_RUN_PROGRAM_FLOORS", "TWO_RUN_CORRECTED_FLOOR_POINTS",
         }),
         "perfgate/lifecycle/program.py": frozenset({"program_bound", "record_program"}),
         "perfgate/judge/two_runs.py": frozenset({"two_run_bound", "runs_words", "MIN_RUNS"}),
         "perfgate/judge/program.py": frozenset({"check_bound", "program_state", "_SAME_BOUND"}),
         "perfgate/verdicts/common_mode.py": frozenset({"_bounded", "time_bounds"}),
         "perfgate/baseline/fingerprint.py": frozenset({"basis_difference"}),
+        # An autotuned kernel judged at its configuration, without the other ones' range.
+        "perfgate/verdicts/kernel.py": frozenset({"per_configuration"}),
     },
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
@@ -367,6 +369,10 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     "issue34": {
         "perfgate/lifecycle/program.py": _TIME_34,
         "perfgate/baseline/fingerprint.py": _TIME_34,
+        "perfgate/verdicts/kernel.py": (
+            "tests/judge/test_two_runs.py", "tests/identity/test_autotune.py",
+            "tests/real/test_family_autotune.py", "tests/real/test_check.py",
+        ),
     },
     "issue33": {
         "perfgate/identity/matching.py": (

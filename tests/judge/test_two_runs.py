@@ -44,8 +44,11 @@ def test_only_a_bound_the_time_floor_set_is_tightened() -> None:
     assert two_run_bound(floor + 0.001, floor + 0.001, 50_000.0, H100, 0.0, 2) is None
     # Set by the floor, the kernel's own spread still counts: K x it where larger.
     assert two_run_bound(floor, floor, 50_000.0, H100, 0.016, 2) == SPREAD_K * 0.016
-    # Never looser than the bound it would be judged under otherwise (the corrected one).
+    # Never looser than the bound it would be judged under otherwise (the corrected one),
+    # and no tighter bound where it only equals it: nothing to say "two runs" about.
     assert two_run_bound(floor, 0.02, 50_000.0, H100, 0.0, 2) is None
+    assert two_run_bound(floor, 0.025, 50_000.0, H100, 0.0, 2) is None
+    assert two_run_bound(floor, 0.0251, 50_000.0, H100, 0.0, 2) == 0.025
 
 
 def test_two_run_floors_are_per_kind_from_10_us() -> None:
@@ -57,6 +60,9 @@ def test_two_run_floors_are_per_kind_from_10_us() -> None:
     # After the common factor (H200 only): tighter; H100 has no corrected table of its own.
     assert two_run_floor_at(20_000.0, H200, corrected=True) == pytest.approx(0.0325)
     assert two_run_floor_at(15_000.0, H200, corrected=True) == pytest.approx(0.035)
+    # Judged as measured, H200 keeps the first two-run points: 4.5% at 10 us, 4% from 20 us.
+    assert two_run_floor_at(10_000.0, H200) == pytest.approx(0.045)
+    assert two_run_floor_at(15_000.0, H200) == pytest.approx(0.0425)
     assert two_run_floor_at(50_000.0, H100, corrected=True) == two_run_floor_at(50_000.0, H100)
     # Every two-run floor is below one run's floor of its duration: it only tightens.
     for gpu in (H100, H200):
@@ -350,3 +356,57 @@ def test_the_sealed_starts_catch_five_percent_at_the_rate_reported() -> None:
         ("H200", 10_000.0): (16, 30),
         ("H200", 20_000.0): (25, 33),
     }
+
+
+def _with_duration(kernel: object, **changes: object) -> object:
+    from dataclasses import replace
+
+    metrics = tuple(
+        replace(m, **changes) if m.name == "duration" else m
+        for m in kernel.metrics  # type: ignore[attr-defined]
+    )
+    return replace(kernel, metrics=metrics)  # type: ignore[type-var]
+
+
+def test_a_bound_not_calibrated_is_kept_and_a_range_unknown_is_no_spread() -> None:
+    """time_bounds on a real entry of h100-j's cnn-fp32 (a kernel of 20 us or more whose bound
+    the 4% floor set), checked as two runs: as recorded it is tightened to the 2.5% floor; a
+    user's bound (no calibration) of the same 4% is kept; an entry without a recorded range
+    has no own spread to hold the floor off."""
+    from perfgate.metrics.timefloors import time_floor_at as floor_at
+    from perfgate.verdicts.common_mode import time_bounds
+
+    gate = detection.GATE
+    base = detection._baseline(
+        tuple(gate / "h100-j" / f"cnn-fp32-run{i}.csv.gz" for i in (1, 2, 3))
+    )
+    kernel = next(
+        k
+        for k in base.kernels
+        if isinstance(d := k.value("duration"), float)
+        and d >= 20_000.0
+        and any(
+            m.name == "duration"
+            and m.threshold is not None
+            and m.threshold.relative == floor_at(d, H100)
+            and m.calibration
+            and m.low is not None
+            and m.high is not None
+            and SPREAD_K * (m.high - m.low) / m.value < 0.025
+            for m in k.metrics
+        )
+    )
+
+    def bound(entry: object) -> float | None:
+        got = time_bounds(entry, None, H100, 2)  # type: ignore[arg-type]
+        duration = next(m for m in got.kernel.metrics if m.name == "duration")
+        assert duration.threshold is not None
+        return duration.threshold.relative
+
+    assert bound(kernel) == 0.025
+    assert bound(_with_duration(kernel, calibration=None)) == 0.04
+    assert bound(_with_duration(kernel, low=None, high=None)) == 0.025
+    # A wide range recorded (twice it over the floor) holds the floor off, as a spread does.
+    value = next(m.value for m in kernel.metrics if m.name == "duration")
+    wide = _with_duration(kernel, low=value, high=value * 1.03)
+    assert bound(wide) == 0.04
