@@ -57,10 +57,6 @@ def _change_lines(c: ChangePoint) -> list[str]:
 def drift_lines(d: DriftFlag) -> list[str]:
     """One flagged series: the run's value against the branch's recent median, and its
     finding in that run."""
-    return _drift_lines(d)
-
-
-def _drift_lines(d: DriftFlag) -> list[str]:
     s, r = d.series, d.result
     unit = f" {s.unit}" if s.unit else ""
     return [
@@ -85,7 +81,7 @@ def text(found: Detected) -> str:
         )
         lines.append(f"perfgate history detect --drift: {head}")
         for d in found.drifts:
-            lines += _drift_lines(d)
+            lines += drift_lines(d)
     else:
         n = len(found.change_points)
         lines.append(

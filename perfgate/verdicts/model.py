@@ -84,7 +84,7 @@ class ProgramVerdict:
     runs: tuple[float | None, ...] = ()  # ns: each capture file's total (None: incomplete)
     bound: float | None = None  # relative
     # The bound is the two-run floor: the fastest of two capture files or more is judged
-    # (perfgate.judge.program.program_bound).
+    # (perfgate.judge.program.check_bound).
     two_runs: bool = False
     new_time: float = 0.0  # ns, in the judged file: kernels the baseline does not hold
     missing_time: float = 0.0  # ns, as recorded: baselined kernels absent from the captures
