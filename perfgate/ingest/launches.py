@@ -72,6 +72,9 @@ class Capture:
     gate_files: tuple[str, ...] = ()
     # Diagnosis captures folded in for their metrics only (perfgate.ingest.phases).
     diagnosis_paths: tuple[str, ...] = ()
+    # (file, machine start) for each file whose sidecar names its machine start
+    # (perfgate.ncu.machine.machine_start): a baseline recorded from several starts pools them.
+    starts: tuple[tuple[str, str], ...] = ()
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -104,4 +107,5 @@ def merge(captures: list[Capture]) -> Capture:
         gate=gate,
         gate_files=tuple(p for cap in captures for p in cap.gate_files),
         diagnosis_paths=tuple(p for cap in captures for p in cap.diagnosis_paths),
+        starts=tuple(s for cap in captures for s in cap.starts),
     )

@@ -21,7 +21,7 @@ SUFFIX = ".meta.json"
 MAX_BYTES = 1024 * 1024
 _FIELDS = (
     "ncu_version", "driver", "gpu", "cc", "clock_control", "cache_control", "replay_mode",
-    "phase",
+    "phase", "machine_start",
 )  # fmt: skip
 # The phases of `perfgate capture` (docs/capture.md): a gate capture holds the one-pass gate
 # set of every baselined kernel, a diagnosis capture the rich set of the kernels that failed it
@@ -51,6 +51,9 @@ class CaptureMeta:
     phase: str | None = None  # GATE, DIAGNOSIS or FULL; None: unknown (a capture by hand)
     # A gate capture's diagnosis capture, a file beside it (perfgate capture --phases auto).
     diagnosis: str | None = None
+    # Which machine start the capture ran on (perfgate.ncu.machine.machine_start); None: not
+    # known (a capture by hand, or one written before perfgate recorded it).
+    machine_start: str | None = None
 
 
 def time_basis(meta: CaptureMeta) -> str:

@@ -89,6 +89,9 @@ def read_phased(paths: Sequence[str], read: Callable[[str], Capture]) -> Capture
             )
         if phase == GATE:
             capture = replace(capture, gate=True, gate_files=(p,))
+        start = metas[p].machine_start
+        if start:
+            capture = replace(capture, starts=((p, start),))
         captures.append(capture)
     merged = merge(captures)
     if not diagnosis:

@@ -345,3 +345,47 @@ def calibrate(
     if floor.absolute:
         rule += f", absolute {floor.absolute:g}"
     return Calibration(runs, spread, relative, floor.absolute, rule)
+
+
+def calibrate_pooled(
+    defn: MetricDef,
+    runs: int,
+    within: float,
+    across: float,
+    value: float,
+    duration_ns: float | None,
+    launch_range: float = 0.0,
+    gpu: str | None = "H100",
+    kernel_not_exact: bool = False,
+    reuse: float | None = None,
+    starts: int = 2,
+    varies: bool = False,
+    across_k: float = 1.15,
+) -> Calibration:
+    """The bound of a metric recorded from `starts` machine starts (perfgate.lifecycle.pooled):
+    K x the spread within a start (`within`, the median over starts), the floor, `across_k` x
+    the largest distance of a start from the median (`across`) and the launch range, the
+    largest; the floor and the spread add for a not-exact kernel's time, as in `calibrate`.
+    `varies`: the metric's runs differ (the not-exact floors of counts)."""
+    floor = floor_for(defn, duration_ns, gpu, varies, kernel_not_exact, value, reuse)
+    observed = K * within
+    spread_part = floor.relative + observed if floor.adds_spread else max(observed, floor.relative)
+    parts = {
+        "launch range": launch_range,
+        "across starts": across_k * across,
+        ("floor + spread" if floor.adds_spread else "spread"): spread_part,
+    }
+    relative = max(parts.values())
+    chosen = max(parts, key=lambda k: parts[k])
+    if chosen == "spread" and observed <= floor.relative:
+        chosen = "floor"
+    rule = (
+        f"{starts} machine starts, {runs} runs: the median of the starts; spread within a start "
+        f"{within:.2%} x {K:g} = {observed:.2%}, across starts {across:.2%} x {across_k:g}, "
+        f"floor {floor.relative:.2%} ({floor.why})"
+        + (f", launch range {launch_range:.2%}" if launch_range else "")
+        + f": {chosen} {relative:.2%}"
+    )
+    if floor.absolute:
+        rule += f", absolute {floor.absolute:g}"
+    return Calibration(runs, within, relative, floor.absolute, rule)

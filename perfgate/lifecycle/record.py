@@ -47,11 +47,15 @@ from perfgate.ingest.launches import Capture, Launch, per_file
 from perfgate.ingest.meta import GATE
 from perfgate.lifecycle.calibrate import (
     MIN_RUNS,
+    VARIES_SPREAD,
     calibrate,
+    calibrate_pooled,
     floor_for,
     kernel_varies,
     lookback_floor,
+    relative_spread,
 )
+from perfgate.lifecycle.pooled import CROSS_K, PooledValue, Starts, pooled_value, starts_of
 from perfgate.lifecycle.program import record_program
 from perfgate.metrics.catalog import Aggregate, MetricDef, StallKind, default_metrics, lookup
 from perfgate.metrics.measure import Measured, Unavailable, measure, rule_speedups
@@ -161,6 +165,74 @@ def _metric_baseline(
     )
 
 
+def _pooled(
+    defn: MetricDef, launches: Sequence[Launch], columns: frozenset[str], starts: Starts
+) -> tuple[PooledValue, list[float]] | None:
+    """The metric over each start's launches, pooled (perfgate.lifecycle.pooled), and every
+    run's value; None where fewer than two starts give it a number."""
+    values: list[float] = []
+    ranges: list[tuple[float | None, float | None]] = []
+    spreads: list[float] = []
+    every_run: list[float] = []
+    for members in starts.split(launches):
+        got = measure(defn, members, columns)
+        if not isinstance(got, Measured) or not isinstance(got.value, float):
+            continue
+        values.append(got.value)
+        ranges.append((got.low, got.high))
+        runs = _per_run(defn, members, columns)
+        every_run += runs
+        if len(runs) >= 2:
+            spreads.append(relative_spread(runs))
+    if len(values) < 2:
+        return None
+    return pooled_value(values, ranges, spreads), every_run
+
+
+def _pooled_metric(
+    m: Measured,
+    defn: MetricDef,
+    launches: Sequence[Launch],
+    columns: frozenset[str],
+    starts: Starts,
+    noise: tuple[float | None, str | None, bool, float | None],
+) -> MetricBaseline:
+    """A metric recorded from several machine starts: the median of the starts' values, the
+    bound from calibrate_pooled. `noise`: the kernel's duration, GPU, whether it is not exact,
+    and its L2 reuse (what the floors read)."""
+    duration, gpu, not_exact, reuse = noise
+    numeric = isinstance(m.value, float) and not defn.categorical and not defn.raw
+    got = _pooled(defn, launches, columns, starts) if numeric else None
+    if got is None:
+        return _metric_baseline(
+            m, defn, _per_run(defn, launches, columns), duration, gpu, not_exact, reuse
+        )
+    pooled, every_run = got
+    base = _metric_baseline(m, defn, [], duration, gpu, not_exact, reuse)
+    kept = replace(base, value=pooled.value, low=pooled.low, high=pooled.high)
+    if len(every_run) < MIN_RUNS or not (
+        defn.noise is Noise.NOISY
+        or len(set(every_run)) > 1
+        or lookback_floor(defn.name, not_exact) is not None
+    ):
+        return kept
+    launch_range = 0.0
+    if defn.aggregate is Aggregate.MEDIAN and pooled.low is not None and pooled.high is not None:
+        launch_range = (pooled.high - pooled.low) / abs(pooled.value) if pooled.value else 0.0
+    calibration = calibrate_pooled(
+        defn, len(every_run), pooled.within, pooled.across, pooled.value, duration,
+        launch_range, gpu, not_exact, reuse, pooled.starts,
+        relative_spread(every_run) >= VARIES_SPREAD, CROSS_K,
+    )  # fmt: skip
+    return replace(
+        kept,
+        threshold=ThresholdOverride(
+            relative=round(calibration.relative, 4), absolute=calibration.absolute
+        ),
+        calibration=calibration.rule,
+    )
+
+
 def _duration(launches: Sequence[Launch], capture: Capture) -> float | None:
     got = measure(lookup("duration"), launches, capture.columns)
     return float(got.value) if isinstance(got, Measured) and isinstance(got.value, float) else None
@@ -205,10 +277,13 @@ def record_kernel(
     capture: Capture,
     tuned: bool = False,
     diagnosis: tuple[Sequence[Launch], frozenset[str]] | None = None,
+    starts: Starts | None = None,
 ) -> tuple[KernelBaseline | None, list[str]]:
     """`tuned`: an autotuned kernel, whose configuration-dependent metrics go to `info`.
     `diagnosis`: the same kernel's launches in full captures of the same build, and their
-    columns, which fill `info` with what a gate capture does not hold."""
+    columns, which fill `info` with what a gate capture does not hold. `starts`: the machine
+    start of each capture file, two or more: each gated metric is pooled over them
+    (perfgate.lifecycle.pooled)."""
     skipped: list[str] = []
     launches = group.launches
     gated = [n for n in names if n in CONFIG_INDEPENDENT] if tuned else names
@@ -218,6 +293,10 @@ def record_kernel(
         if isinstance(duration_m, Measured) and isinstance(duration_m.value, float)
         else None
     )
+    if starts is not None and duration is not None and not tuned:
+        # The floors follow the duration a check is judged against: the median over starts.
+        pooled_duration = _pooled(lookup("duration"), launches, capture.columns, starts)
+        duration = pooled_duration[0].value if pooled_duration else duration
     # The GPU decides the time floors (calibrate.TIME_FLOOR_POINTS).
     gpu = next((la.device for la in launches if la.device), None)
     seen = configurations(launches)
@@ -235,6 +314,12 @@ def record_kernel(
             continue
         if tuned and name == "duration":
             metrics.append(_tuned_duration(result, defn, launches, seen[0], capture, duration, gpu))
+            continue
+        if starts is not None and not tuned:
+            # An autotuned kernel's time spans the configurations each start chose: its
+            # runs are judged as one spread, not pooled per start.
+            noise = (duration, gpu, not_exact, reuse)
+            metrics.append(_pooled_metric(result, defn, launches, capture.columns, starts, noise))
             continue
         per_run = _per_run(defn, launches, capture.columns)
         metrics.append(_metric_baseline(result, defn, per_run, duration, gpu, not_exact, reuse))
@@ -358,6 +443,7 @@ def record(
         group_launches(launches, by_nvtx=settings.by_nvtx), len(capture.paths)
     )
     ids = readable_ids([g.key for g in groups])
+    starts, unpooled = starts_of(capture)
     kernels: list[KernelBaseline] = []
     skipped: list[str] = []
     warnings: list[str] = []
@@ -367,7 +453,7 @@ def record(
         explained += bool(more)
         kernel, why = record_kernel(
             group, ids[group.key], names, capture, group.key in tuned,
-            (more, diagnosis_columns) if more else None,
+            (more, diagnosis_columns) if more else None, starts,
         )  # fmt: skip
         skipped.extend(why)
         if kernel is not None:
@@ -391,6 +477,14 @@ def record(
     runs = len(capture.paths)
     fingerprint, warned = capture_fingerprint(capture, kernels, launches)
     notes = list(warned)
+    if starts is not None:
+        notes.append(
+            f"recorded from {starts.count} machine starts (the captures' sidecars say which): "
+            "each metric is the median of the starts' values, its bound counts the spread "
+            "within a start and across starts (docs/noise.md)"
+        )
+    elif unpooled:
+        notes.append(unpooled)
     if fingerprint.time_basis == GATE and diagnosis is None:
         notes.append(
             "recorded from gate captures (perfgate capture --phases gate): the baseline gates "
@@ -412,13 +506,14 @@ def record(
             "catalog's default bounds; record from 3 separate ncu runs to calibrate them to the "
             "noise (docs/noise.md)"
         )
+    by = dict(capture.starts)
     provenance = {
         "recorded_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "recorded_by": f"perfgate {__version__}",
         "reason": settings.reason,
         "captures": [
             {"file": Path(p).name, **({"sha256": h} if (h := _sha256(p)) else {}),
-             "launches": n}
+             "launches": n, **({"machine_start": by[p]} if p in by else {})}
             for p, n in zip(capture.paths, per_file(capture.launches, capture.paths), strict=True)
         ],
     }  # fmt: skip
@@ -427,6 +522,6 @@ def record(
         provenance=provenance,
         by_nvtx=settings.by_nvtx,
         fingerprint=fingerprint,
-        program=record_program(capture),
+        program=record_program(capture, starts.by_file if starts else None),
     )
     return RecordResult(baseline, tuple(skipped), tuple(notes), tuple(warnings))

@@ -6,6 +6,7 @@ recorded on an H200 (tests/data/h200/capture/)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -100,3 +101,24 @@ def query_gpu() -> tuple[str | None, str | None, str | None]:
     if not found:
         return None, None, None
     return found[0].name, found[0].cc, found[0].driver
+
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def machine_start(boot_id: Path = BOOT_ID) -> str | None:
+    """Which machine start a capture ran on: a digest of the kernel's boot id (new on every
+    boot) and the GPUs' UUIDs (which card), or None where either is unknown (not Linux, no
+    nvidia-smi). Why: a kernel's time moves more between machine starts than between the runs
+    of one start (docs/noise.md), so a baseline recorded from several starts takes the median
+    over starts (perfgate.lifecycle.pooled), which needs to know which runs share a start."""
+    try:
+        boot = boot_id.read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    smi = shutil.which("nvidia-smi")
+    out = run_program([smi, "--query-gpu=uuid", "--format=csv,noheader"]) if smi else None
+    uuids = out[1].split() if out and out[0] == 0 else []
+    if not boot or not uuids:
+        return None
+    return hashlib.sha256("\n".join([boot, *uuids]).encode()).hexdigest()[:16]

@@ -36,7 +36,7 @@ from perfgate.ncu.command import (
     CapturePlan,
     build_plan,
 )
-from perfgate.ncu.machine import find_ncu, parse_ncu_version, query_gpu
+from perfgate.ncu.machine import find_ncu, machine_start, parse_ncu_version, query_gpu
 
 _POLL_S = 0.2
 
@@ -256,7 +256,8 @@ def _run(
             "replay_mode": options.replay_mode, "command": list(plan.profile),
             "scope": capture_scope(plan.profile),
             "program_exit_code": exit_code,
-            "started": started, "kernel_filter": plan.kernel_filter,
+            "started": started, "machine_start": machine_start(),
+            "kernel_filter": plan.kernel_filter,
             "metrics": list(plan.metrics), "passes": [p for _, p in scan.passes],
             "passes_per_kernel": _per_kernel(scan.passes),
             "kernels": len({n for n, _ in scan.passes}), "launches": len(scan.passes),

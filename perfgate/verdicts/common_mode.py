@@ -23,7 +23,7 @@ from perfgate.judge.common_mode import (
     corrected_bound,
 )
 from perfgate.judge.rules import CORRECTED
-from perfgate.judge.two_runs import MIN_RUNS, two_run_bound
+from perfgate.judge.two_runs import MIN_RUNS, TWO_RUN_METRICS, two_run_bound
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
 from perfgate.metrics.thresholds import ThresholdOverride
@@ -129,7 +129,9 @@ def time_bounds(
         if m.name not in CORRECTED:
             metrics.append(m)
             continue
-        got, scaled, tighter = _bounded(m, by, float(recorded), gpu, runs)
+        got, scaled, tighter = _bounded(
+            m, by, float(recorded), gpu, runs if m.name in TWO_RUN_METRICS else 1
+        )
         metrics.append(got)
         scaled_any |= scaled
         if tighter:

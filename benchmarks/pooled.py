@@ -1,0 +1,294 @@
+"""A baseline recorded from several machine starts (perfgate.lifecycle.pooled), against one of a
+single start: false alarms and detection of the gate, checks of two runs.
+
+The gate starts with two runs or more of each GPU kind take turns: a baseline from three of
+them (each start's runs pooled), checked against every other start (its first two runs
+together, `perfgate check -c RUN1 -c RUN2`); and the same checks against the baseline of
+one start (the first of the three, its runs as one start's). Injections as in
+benchmarks/detection.py: +5% duration on kernels of 20 us or more and on kernels of 10-20 us,
++3% whole-program time (judged where the unchanged check passed).
+
+    python benchmarks/pooled.py                 # tuning starts, every rotation
+    python benchmarks/pooled.py --held-back     # the sealed starts against tuning baselines
+    python benchmarks/pooled.py --moves         # the floors' data: every trio of tuning starts
+
+--moves: every three tuning starts of a kind pool a baseline, checked against every other
+tuning start, its first two runs together and each run alone; a move is the check's judged
+duration change (after the common factor where it applied), counted where it is past the
+kernel's own bound parts (K x the spread within a start, the across-starts term): what the
+floor alone must cover. The floors of perfgate.metrics.timefloors are the largest such move
+x1.15 or more, solved for the two points (10 us, 20 us) the floor is interpolated between.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from detection import (  # noqa: E402
+    _CLOCK_BASES,
+    DURATION,
+    GATE,
+    Injection,
+    RunSet,
+    Scale,
+    Scope,
+    Workload,
+    _baseline,
+    _duration,
+    _injected,
+    _read,
+    _targets,
+    _unchanged,
+)
+
+from perfgate.judge.comparison import State  # noqa: E402
+from perfgate.verdicts.check import check  # noqa: E402
+
+# The gate starts of each kind with two runs of the field workloads (tests/data/field/gate):
+# every one is tuning data for the pooled rule. h100-l (one run) checks nothing but may pool.
+TUNING = {
+    "h100": ("h100-j", "h100-k", "h100-o", "h100-p", "h100-s", "h100-t", "h100-u"),
+    "h200": ("h200-e", "h200-f", "h200-g", "h200-h", "h200-i", "h200-j", "h200-k", "h200-l"),
+}
+# Captured while the pooled rule was built, sealed until it was fixed: evaluated once.
+SEALED = {"h100": ("h100-v",), "h200": ("h200-m", "h200-n", "h200-o")}
+MID = Injection(
+    "+5% duration (10-20 us)", "duration", Scale(("gpu__time_duration.sum",), 1.05), Scope.LONG
+)
+PROGRAM = Injection("+3% program time", "", Scale(("gpu__time_duration.sum",), 1.03), Scope.PROGRAM)
+
+
+def runs_of(start: str, workload: str, most: int = 3) -> tuple[Path, ...]:
+    return tuple(
+        p for i in range(1, most + 1) if (p := GATE / start / f"{workload}-run{i}.csv.gz").exists()
+    )
+
+
+@dataclass
+class Tally:
+    checks: int = 0
+    failed: int = 0  # checks exit != 0 for a false alarm (not an autotuner's choice)
+    alarms: int = 0  # kernels failing on an unchanged build, not the autotuner's
+    tuned: int = 0  # checks failed by an autotuner's choice alone
+    caught: dict[str, list[int]] = field(default_factory=dict)  # injection: [caught, tried]
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, name: str, hit: bool) -> None:
+        c = self.caught.setdefault(name, [0, 0])
+        c[0] += hit
+        c[1] += 1
+
+
+def evaluate(w: Workload, tally: Tally) -> None:
+    base = _baseline(w.baseline_runs)
+    for runs in w.other_start_runs:
+        cap = _read(runs)
+        result = check(base, cap)
+        alarms, missing, chose, lines = _unchanged(w, cap, result)
+        code = int(result.exit_code)
+        tally.checks += 1
+        tally.alarms += alarms
+        tally.failed += code != 0 and (alarms > 0 or (missing == 0 and chose == 0))
+        tally.tuned += code != 0 and alarms == 0 and chose > 0
+        tally.notes += lines
+        if code == 0:
+            hit = int(check(base, PROGRAM.change(cap, frozenset())).exit_code) == 1
+            tally.add(PROGRAM.name, hit)
+            if not hit:
+                tally.notes.append(f"- missed: {w.name} {runs.name} {PROGRAM.name}")
+        for launches, entry in _targets(base, cap):
+            ns = _duration(launches)
+            inj = DURATION if ns >= 20_000 else MID if ns >= 10_000 else None
+            if inj is None or not any(m.name == "duration" for m in entry.metrics):
+                continue
+            comp = _injected(base, cap, launches, entry, inj)
+            if comp is None:
+                continue
+            tally.add(inj.name, comp.state is State.REGRESSED)
+            if comp.state is not State.REGRESSED:
+                tally.notes.append(
+                    f"- missed: {w.name} {runs.name} {entry.id} {inj.name}: "
+                    f"{comp.relative_change or 0:+.2%} (bound {comp.bound})"
+                )
+
+
+def workloads(kind: str, base_starts: Sequence[str], checked: Iterable[str]) -> list[Workload]:
+    out = []
+    for w in _CLOCK_BASES[kind][1]:
+        if w == "compile-max-autotune":  # Inductor re-chooses its kernels on every start
+            continue
+        base = tuple(p for s in base_starts for p in runs_of(s, w))
+        if len({p.parent for p in base}) < len(base_starts):
+            continue
+        checks = tuple(RunSet(two) for s in checked if len(two := runs_of(s, w, 2)) == 2)
+        if checks:
+            out.append(Workload(f"{kind} {w}", base, checks))
+    return out
+
+
+def rotations(kind: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Baselines of three consecutive tuning starts, each checked against the others."""
+    starts = TUNING[kind]
+    out = []
+    for i in range(0, len(starts) - 2, 3):
+        trio = starts[i : i + 3]
+        out.append((trio, tuple(s for s in starts if s not in trio)))
+    return out
+
+
+HEADS = ("+5% duration (>= 20 us)", "+5% duration (10-20 us)", "+3% program time")
+
+
+def table(rows: list[tuple[str, Tally]]) -> None:
+    print("| baseline | checks | false alarms (checks failed) | autotuner (checks) | "
+          + " | ".join(HEADS) + " |")  # fmt: skip
+    print("|---|---|---|---|" + "---|" * len(HEADS))
+    for title, t in rows:
+        cells = " | ".join(
+            f"{c}/{n} ({c / n:.0%})"
+            if (c := t.caught.get(h, [0, 0])[0]) is not None and (n := t.caught.get(h, [0, 0])[1])
+            else "-"
+            for h in HEADS
+        )
+        print(f"| {title} | {t.checks} | {t.alarms} ({t.failed}) | {t.tuned} | {cells} |")
+
+
+def compare(kind: str, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], verbose: bool) -> None:
+    single, pooled = Tally(), Tally()
+    for trio, checked in pairs:
+        for w in workloads(kind, trio[:1], checked):
+            evaluate(w, single)
+        for w in workloads(kind, trio, checked):
+            evaluate(w, pooled)
+    names = "; ".join(f"{'+'.join(t)} vs {len(c)} starts" for t, c in pairs)
+    print(f"\n### {kind.upper()}: {names}\n")
+    table([("one start (the first of each)", single), ("three starts, pooled", pooled)])
+    if verbose:
+        for title, t in (("one start", single), ("pooled", pooled)):
+            print(f"\n{title}:")
+            print("\n".join(t.notes))
+
+
+@dataclass(frozen=True)
+class Move:
+    runs: int  # capture files per check
+    corrected: bool  # judged after the common factor
+    move: float  # the judged relative change
+    ns: float  # the recorded duration
+    where: str
+
+
+_OWN = re.compile(
+    r"within a start ([\d.]+)% x [\d.]+ = ([\d.]+)%, across starts ([\d.]+)% x ([\d.]+)"
+)
+
+
+def own_part(calibration: str | None) -> float:
+    """The part of a pooled bound that is the kernel's own (K x the spread within a start, the
+    across-starts term), from its calibration note; 0 where there is none."""
+    m = _OWN.search(calibration or "")
+    if not m:
+        return 0.0
+    return max(float(m.group(2)), float(m.group(3)) * float(m.group(4))) / 100
+
+
+def moves(kind: str, size: int = 3) -> list[Move]:
+    starts = TUNING[kind]
+    out = []
+    for trio in itertools.combinations(starts, size):
+        for w in workloads(kind, trio, [s for s in starts if s not in trio]):
+            if "autotune" in w.name:  # another configuration's time is no noise
+                continue
+            base = _baseline(w.baseline_runs)
+            own = {
+                k.id: own_part(next((m.calibration for m in k.metrics if m.name == "duration"), ""))
+                for k in base.kernels
+            }
+            for runs in w.other_start_runs:
+                for checked, n in ((runs, 2), (runs[0], 1), (runs[1], 1)):
+                    for v in check(base, _read(checked)).verdicts:
+                        for c in v.comparisons:
+                            if (
+                                c.metric != "duration"
+                                or c.relative_change is None
+                                or not isinstance(c.baseline, int | float)
+                                or c.baseline < 10_000
+                                or c.relative_change <= own.get(v.kernel, 0.0)
+                            ):
+                                continue
+                            out.append(Move(
+                                n, "common factor" in c.message, c.relative_change,
+                                float(c.baseline),
+                                f"{v.kernel[:40]} ({w.name}, {'+'.join(trio)} vs "
+                                f"{runs[0].parent.name})",
+                            ))  # fmt: skip
+    return out
+
+
+def needed(ms: Sequence[Move], margin: float = 1.15) -> tuple[float, float]:
+    """The smallest (floor at 10 us, floor from 20 us), interpolated between, that is `margin`
+    x every move: the point from 20 us first, then the one at 10 us."""
+    long = max((m.move for m in ms if m.ns >= 20_000), default=0.0) * margin
+    at10 = 0.0
+    for m in ms:
+        if m.ns < 20_000:
+            t = (m.ns - 10_000) / 10_000
+            at10 = max(at10, (margin * m.move - t * long) / (1 - t))
+    return at10, long
+
+
+def moves_table(kind: str) -> None:
+    ms = moves(kind)
+    print(f"\n### {kind.upper()}: moves past a kernel's own bound, every trio of tuning starts\n")
+    print("| runs per check | judged | moves | largest 10-20 us | largest from 20 us | "
+          "floor needed at 10 us / from 20 us (x1.15) |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for runs, corrected in sorted({(m.runs, m.corrected) for m in ms}):
+        mine = [m for m in ms if m.runs == runs and m.corrected == corrected]
+        mid = max((m for m in mine if m.ns < 20_000), key=lambda m: m.move, default=None)
+        top = max((m for m in mine if m.ns >= 20_000), key=lambda m: m.move, default=None)
+        at10, at20 = needed(mine)
+        print(
+            f"| {runs} | {'after the common factor' if corrected else 'as measured'} | "
+            f"{len(mine)} | "
+            + (f"{mid.move:.2%} ({mid.ns / 1000:.1f} us {mid.where})" if mid else "-")
+            + " | "
+            + (f"{top.move:.2%} ({top.ns / 1000:.1f} us {top.where})" if top else "-")
+            + f" | {at10:.2%} / {at20:.2%} |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--held-back", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--kind", choices=("h100", "h200"), action="append")
+    parser.add_argument("--moves", action="store_true")
+    args = parser.parse_args(argv)
+    for kind in args.kind or ("h100", "h200"):
+        if args.moves:
+            moves_table(kind)
+            continue
+        if args.held_back:
+            sealed = [s for s in SEALED[kind] if (GATE / s).is_dir()]
+            if not sealed:
+                print(f"no sealed start of {kind} captured yet")
+                continue
+            compare(kind, [(trio, tuple(sealed)) for trio, _ in rotations(kind)], args.verbose)
+        else:
+            compare(kind, rotations(kind), args.verbose)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
