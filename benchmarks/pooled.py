@@ -61,7 +61,7 @@ TUNING = {
     "h200": ("h200-e", "h200-f", "h200-g", "h200-h", "h200-i", "h200-j", "h200-k", "h200-l"),
 }
 # Captured while the pooled rule was built, sealed until it was fixed: evaluated once.
-SEALED = {"h100": ("h100-v",), "h200": ("h200-m", "h200-n", "h200-o")}
+SEALED = {"h100": ("h100-v", "h100-w"), "h200": ("h200-m", "h200-n", "h200-o")}
 MID = Injection(
     "+5% duration (10-20 us)", "duration", Scale(("gpu__time_duration.sum",), 1.05), Scope.LONG
 )
@@ -122,7 +122,9 @@ def evaluate(w: Workload, tally: Tally) -> None:
                 )
 
 
-def workloads(kind: str, base_starts: Sequence[str], checked: Iterable[str]) -> list[Workload]:
+def workloads(
+    kind: str, base_starts: Sequence[str], checked: Iterable[str], one_run: bool = False
+) -> list[Workload]:
     out = []
     for w in _CLOCK_BASES[kind][1]:
         if w == "compile-max-autotune":  # Inductor re-chooses its kernels on every start
@@ -130,7 +132,12 @@ def workloads(kind: str, base_starts: Sequence[str], checked: Iterable[str]) -> 
         base = tuple(p for s in base_starts for p in runs_of(s, w))
         if len({p.parent for p in base}) < len(base_starts):
             continue
-        checks = tuple(RunSet(two) for s in checked if len(two := runs_of(s, w, 2)) == 2)
+        checks = tuple(
+            RunSet(run)
+            for s in checked
+            if len(two := runs_of(s, w, 2)) == 2
+            for run in (((two[0],), (two[1],)) if one_run else (two,))
+        )
         if checks:
             out.append(Workload(f"{kind} {w}", base, checks))
     return out
@@ -163,20 +170,53 @@ def table(rows: list[tuple[str, Tally]]) -> None:
         print(f"| {title} | {t.checks} | {t.alarms} ({t.failed}) | {t.tuned} | {cells} |")
 
 
-def compare(kind: str, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], verbose: bool) -> None:
+def compare(
+    kind: str,
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]],
+    verbose: bool,
+    one_run: bool = False,
+) -> None:
     single, pooled = Tally(), Tally()
     for trio, checked in pairs:
-        for w in workloads(kind, trio[:1], checked):
+        for w in workloads(kind, trio[:1], checked, one_run):
             evaluate(w, single)
-        for w in workloads(kind, trio, checked):
+        for w in workloads(kind, trio, checked, one_run):
             evaluate(w, pooled)
     names = "; ".join(f"{'+'.join(t)} vs {len(c)} starts" for t, c in pairs)
-    print(f"\n### {kind.upper()}: {names}\n")
+    each = "one run per check" if one_run else "two runs per check"
+    print(f"\n### {kind.upper()}, {each}: {names}\n")
     table([("one start (the first of each)", single), ("three starts, pooled", pooled)])
     if verbose:
         for title, t in (("one start", single), ("pooled", pooled)):
             print(f"\n{title}:")
             print("\n".join(t.notes))
+
+
+@dataclass(frozen=True)
+class ProgramMove:
+    runs: int
+    move: float  # the fastest capture file's total against the recorded program time
+    bound: float
+    where: str
+
+
+def program_moves(kind: str, size: int = 3) -> list[ProgramMove]:
+    """The whole-program time of every check of moves() (autotuned programs aside)."""
+    starts = TUNING[kind]
+    out = []
+    for trio in itertools.combinations(starts, size):
+        for w in workloads(kind, trio, [s for s in starts if s not in trio]):
+            if "autotune" in w.name:
+                continue
+            base = _baseline(w.baseline_runs)
+            for runs in w.other_start_runs:
+                for checked, n in ((runs, 2), (runs[0], 1), (runs[1], 1)):
+                    p = check(base, _read(checked)).program
+                    if p is None or p.change is None or p.bound is None:
+                        continue
+                    where = f"{w.name}, {'+'.join(trio)} vs {runs[0].parent.name}"
+                    out.append(ProgramMove(n, p.change, p.bound, where))
+    return out
 
 
 @dataclass(frozen=True)
@@ -266,6 +306,14 @@ def moves_table(kind: str) -> None:
             + (f"{top.move:.2%} ({top.ns / 1000:.1f} us {top.where})" if top else "-")
             + f" | {at10:.2%} / {at20:.2%} |"
         )
+    print("\n| runs per check | programs checked | largest move | its bound | over the bound |")
+    print("|---|---|---|---|---|")
+    pm = program_moves(kind)
+    for runs in (1, 2):
+        mine = [m for m in pm if m.runs == runs]
+        top = max(mine, key=lambda m: m.move)
+        over = sum(m.move > m.bound for m in mine)
+        print(f"| {runs} | {len(mine)} | {top.move:.2%} ({top.where}) | {top.bound:.2%} | {over} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--kind", choices=("h100", "h200"), action="append")
     parser.add_argument("--moves", action="store_true")
+    parser.add_argument("--one-run", action="store_true", help="check each run alone")
     args = parser.parse_args(argv)
     for kind in args.kind or ("h100", "h200"):
         if args.moves:
@@ -284,9 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             if not sealed:
                 print(f"no sealed start of {kind} captured yet")
                 continue
-            compare(kind, [(trio, tuple(sealed)) for trio, _ in rotations(kind)], args.verbose)
+            pairs = [(trio, tuple(sealed)) for trio, _ in rotations(kind)]
+            compare(kind, pairs, args.verbose, args.one_run)
         else:
-            compare(kind, rotations(kind), args.verbose)
+            compare(kind, rotations(kind), args.verbose, args.one_run)
     return 0
 
 

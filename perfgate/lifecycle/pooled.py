@@ -48,15 +48,15 @@ def starts_of(capture: Capture) -> tuple[Starts | None, str | None]:
     where some files name none (then the files are recorded as one start's runs, as captures
     by hand are: a start that cannot be told apart cannot be pooled)."""
     named = dict(capture.starts)
-    if len(set(named.values())) < 2:
-        return None, None
     unnamed = [p for p in capture.paths if p not in named]
-    if unnamed:
+    if named and unnamed:
         return None, (
             f"{len(named)} of {len(capture.paths)} captures name their machine start and "
             f"{len(unnamed)} do not (captures by hand, or of an older perfgate): recorded as "
             "the runs of one start, not pooled over starts (docs/noise.md)"
         )
+    if len(set(named.values())) < 2:
+        return None, None
     return Starts(named), None
 
 

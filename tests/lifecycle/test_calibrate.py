@@ -10,6 +10,7 @@ from perfgate.lifecycle.calibrate import calibrate, time_floor
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
 from perfgate.metrics.thresholds import Direction, Threshold
+from perfgate.metrics.timefloors import two_run_floor_at
 from tests.conftest import data
 
 # Measured (docs/noise.md): kernels of 10-20 us move up to 3.3% across starts, so a bound that
@@ -40,11 +41,15 @@ def test_exact_metrics_stay_exact_unless_the_runs_disagree() -> None:
 
 
 def test_time_floor_depends_on_the_kernels_duration() -> None:
-    # +5% must be caught from 20 us (issue 21's goal); at 10 us an H100 batch-norm kernel
-    # drifted 5.47% across field starts (docs/noise.md), so the 10 us floor is above 5%.
-    assert time_floor(2e6).relative == time_floor(20e3).relative < 0.05
-    assert time_floor(20e3).relative < time_floor(10e3).relative
-    assert time_floor(2e3).relative > time_floor(5e3).relative > time_floor(10e3).relative
+    # One run per check on H100 (docs/noise.md "A baseline from several machine starts"): a
+    # kernel of 10-20 us moved up to 8.01% with nothing changed, one from 20 us 5.52%; the
+    # floors sit above both, one value below 20 us and a step down from it. +5% from 20 us is
+    # caught by two runs per check, whose floor is under 5%.
+    assert time_floor(2e6).relative == time_floor(20e3).relative > 0.0552
+    assert time_floor(20e3).relative < time_floor(19.9e3).relative == time_floor(10e3).relative
+    assert time_floor(10e3).relative > 0.0801
+    floor = two_run_floor_at(20e3, "NVIDIA H100 80GB HBM3")
+    assert floor is not None and floor < 0.05
     assert time_floor(2e3).relative >= 0.06  # 2 us kernels moved about 6% across starts
 
 
@@ -68,11 +73,12 @@ def _per_run(paths: list[str], metric: str) -> dict[str, list[float]]:
     return out
 
 
-# Duration: +7% since the H100 time floor from 20 us became 4% (a 52.5 us cuDNN convolution
-# moved 3.53% across H100 starts, docs/noise.md): +6% on a run that came in 2.1% under the
-# baseline's median is within it. benchmarks/detection.py measures +5% on real re-captures.
+# Duration: +9% since the H100 one-run time floor from 20 us became 6.5% (a 23.2 us norm
+# reduce_kernel moved 5.52% in one run against a baseline pooled from three other starts,
+# docs/noise.md): +8% on a run that came in 2.1% under the baseline's median is within it.
+# benchmarks/pooled.py measures +5% on real re-captures, two runs per check.
 @pytest.mark.parametrize("metric,regression", [
-    ("duration", 0.07), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
+    ("duration", 0.09), ("dram_bytes", 0.03), ("instructions_executed", 0.015)])  # fmt: skip
 def test_a_three_run_baseline_passes_other_starts_and_catches_the_goal(
     metric: str, regression: float
 ) -> None:

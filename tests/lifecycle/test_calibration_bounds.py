@@ -47,12 +47,13 @@ def test_the_floors_are_those_docs_noise_md_gives() -> None:
 
 @pytest.mark.parametrize(
     ("gpu", "us", "floor"),
-    # docs/noise.md: per GPU kind, linear between the points; another kind takes H200's.
-    [("NVIDIA H100 80GB HBM3", 0.5, 0.08), ("NVIDIA H100 80GB HBM3", 2, 0.08),
-     ("NVIDIA H100 80GB HBM3", 6, (0.08 + 0.07) / 2), ("NVIDIA H100 80GB HBM3", 10, 0.07),
-     ("NVIDIA H100 80GB HBM3", 15, (0.07 + 0.04) / 2), ("NVIDIA H100 80GB HBM3", 20, 0.04),
-     ("NVIDIA H100 80GB HBM3", 2000, 0.04), ("NVIDIA H200", 2, 0.08),
-     ("NVIDIA H200", 6, (0.08 + 0.11) / 2), ("NVIDIA H200", 10, 0.11),
+    # docs/noise.md: per GPU kind, linear between the points (H100: a step at 20 us); another
+    # kind takes H200's.
+    [("NVIDIA H100 80GB HBM3", 0.5, 0.0925), ("NVIDIA H100 80GB HBM3", 2, 0.0925),
+     ("NVIDIA H100 80GB HBM3", 6, 0.0925), ("NVIDIA H100 80GB HBM3", 10, 0.0925),
+     ("NVIDIA H100 80GB HBM3", 15, 0.0925), ("NVIDIA H100 80GB HBM3", 19.9, 0.0925),
+     ("NVIDIA H100 80GB HBM3", 20, 0.065), ("NVIDIA H100 80GB HBM3", 2000, 0.065),
+     ("NVIDIA H200", 2, 0.08), ("NVIDIA H200", 6, (0.08 + 0.11) / 2), ("NVIDIA H200", 10, 0.11),
      ("NVIDIA H200", 15, (0.11 + 0.055) / 2),
      ("NVIDIA H200", 2000, 0.055), ("NVIDIA B200", 2000, 0.055), (None, 10, 0.11)],
 )  # fmt: skip
@@ -66,7 +67,7 @@ def test_the_time_floor_follows_the_kernels_duration_and_gpu(
 
 
 def test_an_unknown_duration_takes_the_kinds_widest_floor() -> None:
-    assert (time_floor(None).relative, time_floor(None).absolute) == (0.08, 0.0)
+    assert (time_floor(None).relative, time_floor(None).absolute) == (0.0925, 0.0)
     assert time_floor(None, "NVIDIA H200").relative == 0.11
 
 
@@ -109,15 +110,16 @@ def test_the_spread_is_the_range_over_the_median() -> None:
 
 def test_the_widest_of_spread_floor_and_launch_range_is_the_bound_and_the_rule_says_which() -> None:
     duration = lookup("duration")
-    # 100 us kernel on an H100: floor 4%. Spread 0.2% x 2 = 0.4%: the floor.
+    # 100 us kernel on an H100: floor 6.5%. Spread 0.2% x 2 = 0.4%: the floor.
     cal = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3)
-    assert cal.relative == 0.04 and cal.runs == 3 and cal.absolute == 0.0
-    assert cal.rule.endswith(": floor 4.00%")
+    assert cal.relative == 0.065 and cal.runs == 3 and cal.absolute == 0.0
+    assert cal.rule.endswith(": floor 6.50%")
     # The same runs on an H200: 5.5%.
     h200 = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3, gpu="NVIDIA H200")
     assert h200.relative == 0.055 and "on H200" in h200.rule
     # Spread 4% x 2 = 8%: the spread.
     cal = calibrate(duration, [100e3, 102e3, 104e3], 100e3)
+    assert cal.relative > 0.065
     assert cal.relative == pytest.approx(2 * 4e3 / 102e3)
     assert cal.rule.endswith(f": spread {cal.relative:.2%}")
     # A launch range of 12% beyond both.
@@ -126,7 +128,7 @@ def test_the_widest_of_spread_floor_and_launch_range_is_the_bound_and_the_rule_s
     assert cal.rule.endswith(", launch range 12.00%: launch range 12.00%")
     # A launch range under the floor changes nothing but the rule's note.
     cal = calibrate(duration, [100e3, 100.1e3, 100.2e3], 100e3, launch_range=0.01)
-    assert cal.relative == 0.04 and cal.rule.endswith(", launch range 1.00%: floor 4.00%")
+    assert cal.relative == 0.065 and cal.rule.endswith(", launch range 1.00%: floor 6.50%")
 
 
 def test_an_absolute_floor_is_kept_and_written() -> None:
