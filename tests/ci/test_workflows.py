@@ -383,7 +383,10 @@ def test_action_captures_the_program_as_often_as_asked() -> None:
     assert [r[r.index("-o") + 1] for r in runs[:2]] == captures
     check = runs[-1]
     assert [check[i + 1] for i, a in enumerate(check) if a == "--capture"] == captures
-    one, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": ""})
+    # Left empty: two runs, the default (one run's H100 floor from 20 us does not pass +5%).
+    two, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": ""})
+    assert got == captures and len(two) == 3
+    one, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": "1"})
     assert got == ["out/cap.csv"] and len(one) == 2
     for bad in ("0", "6", "two", "-1", "1.5"):
         said = action.commands({**env, "PERFGATE_PROGRAM_RUNS": bad})
