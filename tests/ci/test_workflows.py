@@ -343,6 +343,7 @@ def test_action_plans_the_commands_without_a_shell(tmp_path: Path) -> None:
         "PERFGATE_CAPTURES": "",
         "PERFGATE_PROGRAM": "python3 bench.py --name 'two words' ; rm -rf /",
         "PERFGATE_CAPTURE_ARGS": "--kernel zoo_",
+        "PERFGATE_PROGRAM_RUNS": "1",
         "PERFGATE_JUNIT": "out/j.xml",
         "PERFGATE_MARKDOWN": "",
         "PERFGATE_FAIL_ON": "never",
