@@ -172,12 +172,10 @@ def table(rows: list[tuple[str, Tally]]) -> None:
         print(f"| {title} | {t.checks} | {t.alarms} ({t.failed}) | {t.tuned} | {cells} |")
 
 
-def compare(
-    kind: str,
-    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]],
-    verbose: bool,
-    one_run: bool = False,
-) -> None:
+def tallies(
+    kind: str, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], one_run: bool = False
+) -> tuple[Tally, Tally]:
+    """(the one start of three runs, the pooled trios), each checked against its starts."""
     single, pooled = Tally(), Tally()
     alone = ONE_START[kind]
     others = sorted({s for _, checked in pairs for s in checked} - {alone})
@@ -186,6 +184,23 @@ def compare(
     for trio, checked in pairs:
         for w in workloads(kind, trio, checked, one_run):
             evaluate(w, pooled)
+    return single, pooled
+
+
+def held_back_pairs(kind: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The tuning trios, each checked against the sealed starts of its kind."""
+    sealed = tuple(s for s in SEALED[kind] if (GATE / s).is_dir())
+    return [(trio, sealed) for trio, _ in rotations(kind)] if sealed else []
+
+
+def compare(
+    kind: str,
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]],
+    verbose: bool,
+    one_run: bool = False,
+) -> None:
+    single, pooled = tallies(kind, pairs, one_run)
+    alone = ONE_START[kind]
     names = "; ".join(f"{'+'.join(t)} vs {len(c)} starts" for t, c in pairs)
     each = "one run per check" if one_run else "two runs per check"
     print(f"\n### {kind.upper()}, {each}: {names}\n")
@@ -329,11 +344,10 @@ def main(argv: list[str] | None = None) -> int:
             moves_table(kind)
             continue
         if args.held_back:
-            sealed = [s for s in SEALED[kind] if (GATE / s).is_dir()]
-            if not sealed:
+            pairs = held_back_pairs(kind)
+            if not pairs:
                 print(f"no sealed start of {kind} captured yet")
                 continue
-            pairs = [(trio, tuple(sealed)) for trio, _ in rotations(kind)]
             compare(kind, pairs, args.verbose, args.one_run)
         else:
             compare(kind, rotations(kind), args.verbose, args.one_run)
