@@ -4,6 +4,7 @@ time floors (perfgate.metrics.timefloors), on rules and on the corpus's real re-
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 
@@ -21,11 +22,17 @@ from perfgate.judge.common_mode import (
 )
 from perfgate.judge.states import KernelState
 from perfgate.lifecycle.calibrate import K
-from perfgate.metrics.timefloors import CORRECTED_FLOOR_POINTS, corrected_floor_at, time_floor_at
+from perfgate.metrics.timefloors import (
+    BAND_END_NS,
+    CORRECTED_FLOOR_POINTS,
+    corrected_floor_at,
+    time_floor_at,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import common_mode as analysis
 import detection
+import pooled
 
 H200 = "NVIDIA H200"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -103,7 +110,12 @@ def test_a_gpu_of_another_kind_gets_the_widest_floors_and_no_correction() -> Non
     assert time_floor_at(50_000.0, "NVIDIA A100-SXM4-80GB") == time_floor_at(50_000.0, H200)
     assert corrected_floor_at(50_000.0, "NVIDIA A100-SXM4-80GB") is None
     assert corrected_floor_at(50_000.0, None) is None
-    assert corrected_floor_at(10_000.0, H200) == 0.05  # from exactly 10 us
+    # H200's corrected floor (timefloors' comments): 7.5% from exactly 10 us to the end of the
+    # 10-20 us band, a step to 4% at 20 us; none under 10 us.
+    assert corrected_floor_at(10_000.0, H200) == 0.075
+    assert corrected_floor_at(BAND_END_NS, H200) == 0.075
+    assert corrected_floor_at(20_000.0, H200) == 0.04
+    assert corrected_floor_at(9_999.0, H200) is None
 
 
 def test_the_corrected_bound_replaces_only_a_bound_the_floor_set() -> None:
@@ -147,6 +159,19 @@ def points() -> list[analysis.Point]:
     return analysis.points(workloads)
 
 
+@functools.cache
+def _pooled_moves(kind: str) -> tuple[pooled.Move, ...]:
+    """benchmarks/pooled.py --moves (every three tuning starts pooled, checked against every
+    other start): about 15 s, so once per session."""
+    return tuple(pooled.moves(kind))
+
+
+# The margin each floor keeps over the largest move it covers (timefloors' comments: x1.15,
+# rounded up to a quarter point).
+MARGIN = 1.15
+QUARTER_POINT = 0.0025
+
+
 @pytest.mark.parametrize("band", [(10_000.0, 20_000.0), (20_000.0, float("inf"))])
 def test_the_h200_corrected_floors_sit_just_above_the_corrected_moves(
     points: list[analysis.Point], band: tuple[float, float]
@@ -162,7 +187,22 @@ def test_the_h200_corrected_floors_sit_just_above_the_corrected_moves(
     ]
     assert len(slack) > 50
     assert min(slack) >= 0, f"too tight: a corrected kernel moved {-min(slack):.2%} past its floor"
-    assert min(slack) <= 0.025, f"too loose: every corrected move is {min(slack):.2%} under"
+    if lo >= 20_000.0:
+        assert min(slack) <= 0.025, f"too loose: every corrected move is {min(slack):.2%} under"
+    # How loose 10-20 us may be is not read from this data set: it checks each start against
+    # the baseline of ONE start, and the floors come from baselines pooled over three starts
+    # (benchmarks/pooled.py --moves), whose one-run corrected moves of 10-20 us are larger
+    # (6.38% against 2.51%). Against those, in both bands, each floor covers the largest move
+    # x1.15 and is no looser than that rounded up to a quarter point.
+    moves = [m for m in _pooled_moves("h200") if m.runs == 1 and m.corrected and lo <= m.ns < hi]
+    assert len(moves) > 50
+    floors = [(corrected_floor_at(m.ns, H200) or 0.0, m) for m in moves]
+    tight = min(floors, key=lambda fm: fm[0] / fm[1].move)
+    assert tight[0] >= MARGIN * tight[1].move, (
+        f"too tight: {tight[1].where} moved {tight[1].move:.2%} against a floor of {tight[0]:.2%}"
+    )
+    loose = min(f - MARGIN * m.move for f, m in floors)
+    assert loose < QUARTER_POINT, f"too loose: every pooled move x{MARGIN} is {loose:.2%} under"
 
 
 def _need(move: float, own: float) -> float:
@@ -179,8 +219,8 @@ def test_the_correction_narrows_h200_and_not_h100(points: list[analysis.Point]) 
         )
 
     assert worst("H200", True) < worst("H200", False) - 0.01
-    # H100 is judged as measured: its raw moves from 20 us stay under its 4% floor, which
-    # catches +5% on 9 kernels in 10 already (docs/noise.md "Common mode").
+    # H100 is judged as measured: its raw moves from 20 us stay under its floor from 20 us
+    # (docs/noise.md "Common mode").
     assert "H100" not in CORRECTED_FLOOR_POINTS
     assert worst("H100", False) < time_floor_at(20_000.0, H100)
 

@@ -497,7 +497,7 @@ def test_a_noisy_metric_is_calibrated_whether_its_runs_agree_or_not() -> None:
     duration = lookup("duration")
     same = _metric_baseline(_measured("duration", 30_000.0, 30_000.0, 30_000.0), duration,
                             [30_000.0] * 3, 30_000.0, "H100")  # fmt: skip
-    assert same.threshold is not None and same.threshold.relative == 0.04  # H100 from 20 us
+    assert same.threshold is not None and same.threshold.relative == 0.065  # H100 from 20 us
 
 
 def test_a_median_metrics_launch_range_widens_its_bound_and_needs_both_ends() -> None:

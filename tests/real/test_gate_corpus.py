@@ -25,12 +25,16 @@ from perfgate.metrics.passes import CLOCK_METRICS, GATE_ONE_PASS, in_gate_captur
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import detection
+import pooled
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "field" / "gate"
 CLOCK_STARTS = detection.CLOCK_STARTS
 MOE_STARTS = detection.GATE_MOE_STARTS
 TWO_RUNS = detection.TWO_RUN_STARTS
 SEALED = detection.SEALED_TWO_RUN_STARTS
+# Captured while the pooled (several-start) baseline rule was built, sealed (tests/data/field/
+# gate/README.md): known here by counts and structure only.
+POOLED_SEALED = (*pooled.SEALED["h100"], *pooled.SEALED["h200"])
 CAPTURES = sorted(CORPUS.glob("*/*.csv.gz"))
 # Inductor's max-autotune re-chooses its kernels on a fresh machine (docs/identity.md): its
 # verdicts are the autotuner's, not noise, and are held apart below.
@@ -44,7 +48,7 @@ def _workload(name: str) -> detection.Workload:
 def test_the_corpus_is_there() -> None:
     starts = {p.parent.name for p in CAPTURES}
     assert {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f", *CLOCK_STARTS} <= starts
-    newer = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED)
+    newer = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED)
     old = [p for p in CAPTURES if p.parent.name not in newer]
     assert len(old) == 11 * (3 + 2 + 1) + 5 * (3 + 2)
     # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g/h:
@@ -65,6 +69,25 @@ def test_the_corpus_is_there() -> None:
     # The sealed starts: two runs of 10 workloads (H100) and of 5 (H200) each.
     want = [20 if s.startswith("h100") else 10 for s in SEALED]
     assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in SEALED] == want
+    # The pooled-rule starts, sealed (counts and structure only): two runs of 10 workloads on
+    # h100-w, of the five H200 workloads on h100-v (an H100 lent for the H200 kind, as h100-o
+    # and h100-p) and on h200-m, h200-n, h200-o; each sidecar names its machine start, one id
+    # a start and five different ids.
+    assert POOLED_SEALED == ("h100-v", "h100-w", "h200-m", "h200-n", "h200-o")
+    assert [len(list((CORPUS / s).glob("*.csv.gz"))) for s in POOLED_SEALED] == [10, 20, 10, 10, 10]
+    h200_workloads = {p.name for p in (CORPUS / "h200-e").glob("*-run1.csv.gz")}
+    assert len(h200_workloads) == 5
+    assert {p.name for p in (CORPUS / "h100-v").glob("*-run1.csv.gz")} == h200_workloads
+    ids: dict[str, set[str | None]] = {}
+    for s in POOLED_SEALED:
+        metas = [read_meta(str(p)) for p in sorted((CORPUS / s).glob("*.csv.gz"))]
+        assert all(s[:4].upper() in (m.gpu or "") for m in metas), s
+        runs = [{p.name.split("-run")[0] for p in (CORPUS / s).glob(f"*-run{i}.csv.gz")}
+                for i in (1, 2)]  # fmt: skip
+        assert runs[0] == runs[1] and 2 * len(runs[0]) == len(metas), s
+        ids[s] = {m.machine_start for m in metas}
+        assert len(ids[s]) == 1 and None not in ids[s], (s, ids[s])
+    assert len(set().union(*ids.values())) == len(POOLED_SEALED)
     for w in detection.GATE_CORPUS:
         assert len(w.baseline_runs) == 3 and w.other_start_runs, w.name
         assert all(p.exists() for p in (*w.baseline_runs, *w.other_start_runs)), w.name
@@ -89,7 +112,7 @@ def test_every_capture_is_one_pass_of_the_gate_set(path: Path) -> None:
     assert "gpu__time_duration.sum" in requested
     assert requested <= capture.columns, sorted(requested - capture.columns)
     # The clock metrics came with the starts captured after them, asked for on every capture.
-    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED)
+    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED)
     assert set(CLOCK_METRICS) <= requested if clocked else not set(CLOCK_METRICS) & requested
     expected = GATE_ONE_PASS if clocked else GATE_ONE_PASS - set(CLOCK_METRICS)
     if "triton-autotune" not in path.name:
@@ -219,15 +242,21 @@ def test_unchanged_clock_starts_pass_one_run_at_a_time(name: str) -> None:
 
 
 def test_one_runs_slow_reduction_fails_alone_and_passes_with_the_other_run() -> None:
-    """h200-h: a 20 us norm reduction ran +5.79% in one process and +1.27% in the other;
-    judged on both runs (the fastest counts) it passes."""
-    w = next(
-        x for x in detection.GATE_CLOCK_HELD_BACK if x.name == "H200 gate reductions vs h200-h"
-    )
+    """h200-i: a 19.3 us norm reduction ran +6.07% after its common factor in one process,
+    past its one-run bound (H200's as-measured floor at 19.3 us, 5.9%; the corrected floor,
+    7.5% under 20 us, only ever tightens a bound), and +1.6% in the other; judged on both runs
+    (the fastest counts) it passes. This test's case was h200-h's run 2 (+5.79%) while the
+    corrected floor at 19.4 us was 4.1%; under the pooled floors (perfgate.metrics.timefloors)
+    that run is within its 5.9%, and h200-i's is the one run of the clock and two-run starts
+    (GATE_CLOCK_HELD_BACK, GATE_TWO_RUN_*) that fails alone."""
+    w = next(x for x in detection.GATE_TWO_RUN_TUNING if x.name == "H200 gate reductions vs h200-i")
     base = detection._baseline(w.baseline_runs)
-    alone = detection.check(base, detection._read(w.other_start_runs[1]))
+    alone = detection.check(base, detection._read(w.other_start_runs[0]))
     slow = [v for v in alone.verdicts if v.state is KernelState.REGRESSED]
-    assert [v.kernel.startswith("reduce_kernel<128, 4") for v in slow] == [True]
+    assert [
+        v.kernel.startswith("reduce_kernel<128, 4, ReduceOp<float, NormTwoOps") for v in slow
+    ] == [True]
+    assert int(detection.check(base, detection._read(w.other_start_runs[1])).exit_code) == 0
     both = detection.check(base, read_captures(list(w.other_start_runs)))
     assert int(both.exit_code) == 0
 
