@@ -308,6 +308,20 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         # An autotuned kernel judged at its configuration, without the other ones' range.
         "perfgate/verdicts/kernel.py": frozenset({"per_configuration"}),
     },
+    # A baseline from several machine starts (docs/noise.md): the pooling, its bound, the
+    # machine start read from the sidecar, the two-run metrics and the autotuner's choice
+    # seen in the total time.
+    "pooled": {
+        "perfgate/lifecycle/pooled.py": frozenset(
+            {"starts_of", "pooled_value", "Starts", "CROSS_K"}
+        ),
+        "perfgate/lifecycle/calibrate.py": frozenset({"calibrate_pooled"}),
+        "perfgate/lifecycle/record.py": frozenset({"_pooled", "_pooled_metric"}),
+        "perfgate/lifecycle/program.py": frozenset({"pooled_program", "record_program"}),
+        "perfgate/ncu/machine.py": frozenset({"machine_start"}),
+        "perfgate/verdicts/common_mode.py": frozenset({"time_bounds"}),
+        "perfgate/verdicts/kernel.py": frozenset({"_choice", "_CHOICE_TIMES"}),
+    },
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
             "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
@@ -373,6 +387,19 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tests/judge/test_two_runs.py", "tests/identity/test_autotune.py",
             "tests/real/test_family_autotune.py", "tests/real/test_check.py",
         ),
+    },
+    "pooled": {
+        module: (
+            "tests/lifecycle/test_pooled.py", "tests/ncu/test_machine_start.py",
+            "tests/verdicts/test_choice_total_time.py", "tests/judge/test_two_runs.py",
+            "tests/real/test_family_autotune.py",
+        )
+        for module in (
+            "perfgate/lifecycle/pooled.py", "perfgate/lifecycle/calibrate.py",
+            "perfgate/lifecycle/record.py", "perfgate/lifecycle/program.py",
+            "perfgate/ncu/machine.py", "perfgate/verdicts/common_mode.py",
+            "perfgate/verdicts/kernel.py",
+        )
     },
     "issue33": {
         "perfgate/identity/matching.py": (
@@ -732,7 +759,8 @@ _select: str | None = None  # --select: a SELECTIONS entry instead of ONLY_FUNCT
 
 
 def _tests(module: str, tree: Path) -> tuple[str, ...]:
-    listed = SELECTION_TESTS.get(_select or "", {}).get(module, MODULES[module])
+    chosen = SELECTION_TESTS.get(_select or "", {}).get(module)
+    listed = chosen if chosen is not None else MODULES[module]
     return tuple(t for t in listed if (tree / t).exists() and not (_before and t in NEW_TESTS))
 
 

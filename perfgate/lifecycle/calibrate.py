@@ -141,8 +141,9 @@ def lookback_time_floor(floor: Floor, duration_ns: float | None, kernel_not_exac
     which every kernel of its duration shows across starts (the floor), and the wait on other
     blocks' flags, set by how the blocks happen to be scheduled, which its own runs show (the
     spread); independent parts add in the worst case. The wait chain is an absolute amount,
-    the larger share of a short kernel (fam-b: a 14 us DeviceSelectSweepKernel +8.0% against a
-    floor of 4.9% and a spread of 2.0% x 2). From 20 us the rule stays max(): +5% must be caught
+    the larger share of a short kernel (fam-b: a 14 us DeviceSelectSweepKernel +8.0% against
+    the floor of 4.9% it had then and a spread of 2.0% x 2; H100's floor under 20 us, 9.25%
+    since, covers that move alone). From 20 us the rule stays max(): +5% must be caught
     there (issue 21), and the same kernels' longer passes stayed within it."""
     if not kernel_not_exact or duration_ns is None or duration_ns >= STEADY_KERNEL_NS:
         return floor

@@ -97,9 +97,9 @@ def test_a_factor_exactly_at_the_limit_is_used(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_bound_the_floor_set_is_told_apart_by_four_digits() -> None:
-    floor = time_floor_at(13_632.0, H200)  # 9.0024%: written 0.09 in the YAML
-    assert round(floor, 2) == 0.09 and floor != 0.09
-    assert corrected_bound(0.09, 13_632.0, H200, 0.0) == pytest.approx(
+    floor = time_floor_at(13_632.0, H200)  # 9.7287%: written 0.0973 in the YAML
+    assert round(floor, 4) == 0.0973 and floor != 0.0973
+    assert corrected_bound(0.0973, 13_632.0, H200, 0.0) == pytest.approx(
         corrected_floor_at(13_632.0, H200)
     )
     # Three tenths of a point off the floor: not the floor's bound, kept.

@@ -54,7 +54,8 @@ def test_the_floors_are_those_docs_noise_md_gives() -> None:
      ("NVIDIA H100 80GB HBM3", 15, 0.0925), ("NVIDIA H100 80GB HBM3", 19.9, 0.0925),
      ("NVIDIA H100 80GB HBM3", 20, 0.065), ("NVIDIA H100 80GB HBM3", 2000, 0.065),
      ("NVIDIA H200", 2, 0.08), ("NVIDIA H200", 6, (0.08 + 0.11) / 2), ("NVIDIA H200", 10, 0.11),
-     ("NVIDIA H200", 15, (0.11 + 0.055) / 2),
+     ("NVIDIA H200", 15, 0.11 - (0.11 - 0.075) * 5 / 9.999), ("NVIDIA H200", 19.999, 0.075),
+     ("NVIDIA H200", 20, 0.055),
      ("NVIDIA H200", 2000, 0.055), ("NVIDIA B200", 2000, 0.055), (None, 10, 0.11)],
 )  # fmt: skip
 def test_the_time_floor_follows_the_kernels_duration_and_gpu(

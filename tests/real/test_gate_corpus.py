@@ -241,21 +241,25 @@ def test_unchanged_clock_starts_pass_one_run_at_a_time(name: str) -> None:
         assert bad == [] and int(result.exit_code) == 0, (path.name, bad)
 
 
-def test_one_runs_slow_reduction_fails_alone_and_passes_with_the_other_run() -> None:
-    """h200-i: a 19.3 us norm reduction ran +6.07% after its common factor in one process,
-    past its one-run bound (H200's as-measured floor at 19.3 us, 5.9%; the corrected floor,
-    7.5% under 20 us, only ever tightens a bound), and +1.6% in the other; judged on both runs
-    (the fastest counts) it passes. This test's case was h200-h's run 2 (+5.79%) while the
-    corrected floor at 19.4 us was 4.1%; under the pooled floors (perfgate.metrics.timefloors)
-    that run is within its 5.9%, and h200-i's is the one run of the clock and two-run starts
-    (GATE_CLOCK_HELD_BACK, GATE_TWO_RUN_*) that fails alone."""
+def test_one_runs_slow_reduction_passes_alone_under_the_floor_of_its_band() -> None:
+    """h200-i: a 19.3 us norm reduction ran +6.07% after its common factor in one process, and
+    +1.6% in the other. It failed alone while H200's as-measured floor fell along a line to
+    5.5% at 20 us (5.9% at 19.3 us: a corrected bound is never looser than the recorded one,
+    so the corrected floor of 7.5% could not widen it). Up to 20 us that floor is now no less
+    than the corrected one (perfgate.metrics.timefloors), and the run passes alone, as the
+    other run and both together do."""
     w = next(x for x in detection.GATE_TWO_RUN_TUNING if x.name == "H200 gate reductions vs h200-i")
     base = detection._baseline(w.baseline_runs)
     alone = detection.check(base, detection._read(w.other_start_runs[0]))
-    slow = [v for v in alone.verdicts if v.state is KernelState.REGRESSED]
-    assert [
-        v.kernel.startswith("reduce_kernel<128, 4, ReduceOp<float, NormTwoOps") for v in slow
-    ] == [True]
+    assert int(alone.exit_code) == 0
+    norm = next(
+        v
+        for v in alone.verdicts
+        if v.kernel.startswith("reduce_kernel<128, 4, ReduceOp<float, NormTwoOps")
+    )
+    moved = next(c.relative_change for c in norm.comparisons if c.metric == "duration")
+    line = 0.11 + (19_300.0 - 10_000.0) / 10_000.0 * (0.055 - 0.11)  # the old floor there
+    assert moved is not None and line < moved < 0.075
     assert int(detection.check(base, detection._read(w.other_start_runs[1])).exit_code) == 0
     both = detection.check(base, read_captures(list(w.other_start_runs)))
     assert int(both.exit_code) == 0
