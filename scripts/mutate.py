@@ -388,12 +388,14 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             "tests/real/test_family_autotune.py", "tests/real/test_check.py",
         ),
     },
+    # The pooled rule's own tests first, then each module's usual list (MODULES): what
+    # time_bounds and _choice decided before the pooled rule is held there.
     "pooled": {
-        module: (
+        module: tuple(dict.fromkeys((
             "tests/lifecycle/test_pooled.py", "tests/ncu/test_machine_start.py",
-            "tests/verdicts/test_choice_total_time.py", "tests/judge/test_two_runs.py",
-            "tests/real/test_family_autotune.py",
-        )
+            "tests/verdicts/test_choice_total_time.py", *MODULES.get(module, ()),
+            "tests/judge/test_two_runs.py",
+        )))
         for module in (
             "perfgate/lifecycle/pooled.py", "perfgate/lifecycle/calibrate.py",
             "perfgate/lifecycle/record.py", "perfgate/lifecycle/program.py",
