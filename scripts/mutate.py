@@ -392,6 +392,7 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     # time_bounds and _choice decided before the pooled rule is held there.
     "pooled": {
         module: tuple(dict.fromkeys((
+            "tests/lifecycle/test_pooled_mutants.py",
             "tests/lifecycle/test_pooled.py", "tests/ncu/test_machine_start.py",
             "tests/verdicts/test_choice_total_time.py", *MODULES.get(module, ()),
             "tests/judge/test_two_runs.py",
