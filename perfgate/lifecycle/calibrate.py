@@ -337,15 +337,20 @@ def calibrate(
             if launch_range >= max(observed, floor.relative)
             else ("spread" if observed > floor.relative else "floor")
         )
-    rule = (
-        f"{runs} runs: spread {spread:.2%} x {K:g} = {observed:.2%}, "
+    rule = f"{runs} runs: spread {spread:.2%} x {K:g} = {observed:.2%}, " + _rule_tail(
+        floor, launch_range, chosen, relative
+    )
+    return Calibration(runs, spread, relative, floor.absolute, rule)
+
+
+def _rule_tail(floor: Floor, launch_range: float, chosen: str, relative: float) -> str:
+    """The floor, the launch range and the part that set the bound, in a calibration note."""
+    tail = (
         f"floor {floor.relative:.2%} ({floor.why})"
         + (f", launch range {launch_range:.2%}" if launch_range else "")
         + f": {chosen} {relative:.2%}"
     )
-    if floor.absolute:
-        rule += f", absolute {floor.absolute:g}"
-    return Calibration(runs, spread, relative, floor.absolute, rule)
+    return tail + (f", absolute {floor.absolute:g}" if floor.absolute else "")
 
 
 def calibrate_pooled(
@@ -383,10 +388,6 @@ def calibrate_pooled(
     rule = (
         f"{starts} machine starts, {runs} runs: the median of the starts; spread within a start "
         f"{within:.2%} x {K:g} = {observed:.2%}, across starts {across:.2%} x {across_k:g}, "
-        f"floor {floor.relative:.2%} ({floor.why})"
-        + (f", launch range {launch_range:.2%}" if launch_range else "")
-        + f": {chosen} {relative:.2%}"
+        + _rule_tail(floor, launch_range, chosen, relative)
     )
-    if floor.absolute:
-        rule += f", absolute {floor.absolute:g}"
     return Calibration(runs, within, relative, floor.absolute, rule)
