@@ -337,13 +337,18 @@ def test_atomics_from_none_with_writes_waiting_are_contention() -> None:
     assert cause is not None and cause.detail.startswith("atomic requests 0 -> 131,072")
 
 
+def _atomics_doubled() -> tuple[KernelDelta, float]:
+    """zoo_registers with 65,536 atomic requests recorded, and its drain cycles per instruction."""
+    good = sides(GOOD)["zoo_registers"]
+    base = _contended(l2_atomic_requests=65536.0)
+    base = replace(base, baseline=with_values(base.baseline, l2_atomic_requests=65536.0))
+    return base, float(good.values["stall_cpi.drain"])
+
+
 def test_atomic_contention_takes_the_larger_wait_of_drain_and_lg_throttle() -> None:
     # Atomics x2 (from 65,536), not slower: the stalls must say it. drain +6 points alone,
     # or drain's cycles per instruction x2 alone.
-    good = sides(GOOD)["zoo_registers"]
-    cpi = float(good.values["stall_cpi.drain"])
-    base = _contended(l2_atomic_requests=65536.0)
-    base = replace(base, baseline=with_values(base.baseline, l2_atomic_requests=65536.0))
+    base, cpi = _atomics_doubled()
     more = {"l2_atomic_requests": 131072.0}
     share = replace(base, current=with_values(base.current, **more, **{"stall.drain": 8.0}))
     assert atomic_contention(share) is not None
@@ -515,10 +520,7 @@ def test_atomics_from_none_need_one_request() -> None:
 
 
 def test_atomic_contention_waits_from_5_points_or_x1_5_cycles() -> None:
-    good = sides(GOOD)["zoo_registers"]
-    cpi = float(good.values["stall_cpi.drain"])
-    base = _contended(l2_atomic_requests=65536.0)
-    base = replace(base, baseline=with_values(base.baseline, l2_atomic_requests=65536.0))
+    base, cpi = _atomics_doubled()
     more = {"l2_atomic_requests": 131072.0}
     at5 = replace(base, current=with_values(base.current, **more, **{"stall.drain": 7.0}))
     assert atomic_contention(at5) is not None
