@@ -11,6 +11,7 @@ benchmarks/detection.py: +5% duration on kernels of 20 us or more and on kernels
     python benchmarks/pooled.py                 # tuning starts, every rotation
     python benchmarks/pooled.py --held-back     # the sealed starts against tuning baselines
     python benchmarks/pooled.py --moves         # the floors' data: every trio of tuning starts
+    python benchmarks/pooled.py --four-runs [--held-back] [--moves]   # checks of four runs
 
 --moves: every three tuning starts of a kind pool a baseline, checked against every other
 tuning start, its first two runs together and each run alone; a move is the check's judged
@@ -18,15 +19,22 @@ duration change (after the common factor where it applied), counted where it is 
 kernel's own bound parts (K x the spread within a start, the across-starts term): what the
 floor alone must cover. The floors of perfgate.metrics.timefloors are the largest such move
 x1.15 or more, one for 10-20 us and one from 20 us.
+
+--four-runs: the cards captured with four runs each (FOUR_RUN_CARDS), checked two and four
+runs at a time against the pooled tuning trios and against a baseline of four-run cards (the
+other cards of their host; for the sealed cards, the tuning cards of their kind); with
+--held-back the sealed cards of another host instead, and with --moves the four-run floor's
+data (perfgate.metrics.timefloors.FOUR_RUN_FLOOR_POINTS).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +59,7 @@ from detection import (  # noqa: E402
     _unchanged,
 )
 
+import perfgate.verdicts.check as check_module  # noqa: E402
 from perfgate.judge.comparison import State  # noqa: E402
 from perfgate.verdicts.check import check  # noqa: E402
 
@@ -125,7 +134,11 @@ def evaluate(w: Workload, tally: Tally) -> None:
 
 
 def workloads(
-    kind: str, base_starts: Sequence[str], checked: Iterable[str], one_run: bool = False
+    kind: str,
+    base_starts: Sequence[str],
+    checked: Iterable[str],
+    one_run: bool = False,
+    runs: int = 2,
 ) -> list[Workload]:
     out = []
     for w in _CLOCK_BASES[kind][1]:
@@ -137,7 +150,7 @@ def workloads(
         checks = tuple(
             RunSet(run)
             for s in checked
-            if len(two := runs_of(s, w, 2)) == 2
+            if len(two := runs_of(s, w, runs)) == runs
             for run in (((two[0],), (two[1],)) if one_run else (two,))
         )
         if checks:
@@ -173,16 +186,19 @@ def table(rows: list[tuple[str, Tally]]) -> None:
 
 
 def tallies(
-    kind: str, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], one_run: bool = False
+    kind: str,
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]],
+    one_run: bool = False,
+    runs: int = 2,
 ) -> tuple[Tally, Tally]:
     """(the one start of three runs, the pooled trios), each checked against its starts."""
     single, pooled = Tally(), Tally()
     alone = ONE_START[kind]
     others = sorted({s for _, checked in pairs for s in checked} - {alone})
-    for w in workloads(kind, (alone,), others, one_run):
+    for w in workloads(kind, (alone,), others, one_run, runs):
         evaluate(w, single)
     for trio, checked in pairs:
-        for w in workloads(kind, trio, checked, one_run):
+        for w in workloads(kind, trio, checked, one_run, runs):
             evaluate(w, pooled)
     return single, pooled
 
@@ -331,6 +347,129 @@ def moves_table(kind: str) -> None:
         print(f"| {runs} | {len(mine)} | {top.move:.2%} ({top.where}) | {top.bound:.2%} | {over} |")
 
 
+# The cards captured with four runs each, one machine start per card (each card of a host of
+# several GPUs its own `machine_start`; the cards of one host share a boot): tuning data of the
+# four-run floor, and the sealed ones captured with them, not read until that floor was fixed.
+FOUR_RUN_CARDS = {
+    "h100": tuple(f"h100-xag{i}" for i in range(4)),
+    "h200": ("h200-xdg0", "h200-xdg1"),
+}
+FOUR_RUN_SEALED = {
+    "h100": tuple(f"h100-xbg{i}" for i in range(4)),
+    "h200": tuple(f"h200-xcg{i}" for i in range(4)),
+}
+# Every start of two runs or more that is tuning data now (the sealed starts of the pooled
+# rule were evaluated once): the baselines of the four-run floor's moves.
+EVALUATED = {kind: TUNING[kind] + SEALED[kind] for kind in TUNING}
+
+
+def four_run_table(kind: str, cards: Sequence[str]) -> None:
+    """Checks of two and of four runs of `cards` against the pooled tuning trios."""
+    pairs = [(trio, tuple(cards)) for trio, _ in rotations(kind)]
+    print(f"\n### {kind.upper()}: {', '.join(cards)} against the pooled trios\n")
+    rows = []
+    for runs in (2, 4):
+        _, pool = tallies(kind, pairs, runs=runs)
+        rows.append((f"{runs} runs per check", pool))
+    table(rows)
+
+
+def four_runs(kind: str, held_back: bool) -> None:
+    """Checks of two and of four runs: of the tuning four-run cards (against the pooled tuning
+    trios, and against the other cards of their host pooled), or of the sealed cards (against
+    the trios, and against every tuning four-run card of their kind pooled)."""
+    tuning = FOUR_RUN_CARDS[kind]
+    if held_back:
+        cards = tuple(c for c in FOUR_RUN_SEALED[kind] if (GATE / c).is_dir())
+        if not cards:
+            print(f"no sealed card of {kind} captured yet")
+            return
+        four_run_table(kind, cards)
+        card_table(kind, [(tuning, cards)])
+        return
+    four_run_table(kind, tuning)
+    pairs = [(rest, (c,)) for c in tuning if len(rest := tuple(x for x in tuning if x != c)) >= 2]
+    if pairs:
+        card_table(kind, pairs)
+
+
+def card_table(kind: str, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+    """Baselines of four-run cards (four runs each, pooled over the cards) checked against
+    other cards, two and four runs per check: a baseline recorded as the checks capture."""
+    rows = []
+    for runs in (2, 4):
+        tally = Tally()
+        for base_cards, checked in pairs:
+            for w in workloads(kind, base_cards, checked, runs=runs):
+                w = Workload(w.name, tuple(p for c in base_cards for p in runs_of(c, w.name.split()[1], 4)),
+                             w.other_start_runs)  # fmt: skip
+                evaluate(w, tally)
+        rows.append((f"{runs} runs per check", tally))
+    names = "; ".join(f"{'+'.join(b)} vs {'+'.join(c)}" for b, c in pairs)
+    print(f"\n### {kind.upper()}, baselines of four-run cards: {names}\n")
+    table(rows)
+
+
+@contextlib.contextmanager
+def as_measured() -> Iterator[None]:
+    """Checks judged without the common factor (every kernel as measured): what the four-run
+    floor of H200 rests on."""
+    saved = check_module.process_factors
+    check_module.process_factors = lambda *a, **k: {}
+    try:
+        yield
+    finally:
+        check_module.process_factors = saved
+
+
+def four_run_moves(kind: str, runs: int, cards: Sequence[str], measured: bool) -> list[Move]:
+    """The whole duration change (no part of it taken off as the kernel's own) of kernels of
+    10-20 us in checks of `runs` runs of `cards`, each against every trio of EVALUATED starts
+    not among them, autotuned programs aside; every kernel as measured where `measured`, else
+    as the gate judges it."""
+    out = []
+    with as_measured() if measured else contextlib.nullcontext():
+        for trio in itertools.combinations(EVALUATED[kind], 3):
+            for w in workloads(kind, trio, [c for c in cards if c not in trio], runs=runs):
+                if "autotune" in w.name:
+                    continue
+                base = _baseline(w.baseline_runs)
+                for checked in w.other_start_runs:
+                    for v in check(base, _read(checked)).verdicts:
+                        for c in v.comparisons:
+                            if (
+                                c.metric == "duration"
+                                and c.relative_change is not None
+                                and isinstance(c.baseline, int | float)
+                                and 10_000 <= c.baseline < 20_000
+                            ):
+                                where = f"{v.kernel[:40]} ({w.name}, {checked[0].parent.name})"
+                                out.append(Move(runs, measured, c.relative_change,
+                                                float(c.baseline), where))  # fmt: skip
+    return out
+
+
+def four_run_moves_table(kind: str) -> None:
+    """The four-run floor's data: the largest whole change of a 10-20 us kernel."""
+    print(
+        f"\n### {kind.upper()}: the largest change of a 10-20 us kernel, checks of several runs\n"
+    )
+    print("| checked | runs per check | judged | checks x kernels | largest change |")
+    print("|---|---|---|---|---|")
+    cards = FOUR_RUN_CARDS[kind]
+    every = EVALUATED[kind] + cards
+    rows = [("four-run cards", 4, cards, True), ("four-run cards", 2, cards, True)]
+    if kind == "h200":
+        rows += [("every start and card", 2, every, True),
+                 ("every start and card", 2, every, False)]  # fmt: skip
+    for title, runs, checked, measured in rows:
+        ms = four_run_moves(kind, runs, checked, measured)
+        top = max(ms, key=lambda m: m.move)
+        judged = "as measured" if measured else "as the gate judges two runs"
+        print(f"| {title} | {runs} | {judged} | {len(ms)} | "
+              f"{top.move:.2%} ({top.ns / 1000:.1f} us {top.where}) |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--held-back", action="store_true")
@@ -338,8 +477,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=("h100", "h200"), action="append")
     parser.add_argument("--moves", action="store_true")
     parser.add_argument("--one-run", action="store_true", help="check each run alone")
+    parser.add_argument(
+        "--four-runs", action="store_true", help="the cards captured with four runs each"
+    )
     args = parser.parse_args(argv)
     for kind in args.kind or ("h100", "h200"):
+        if args.four_runs and args.moves:
+            four_run_moves_table(kind)
+            continue
+        if args.four_runs:
+            four_runs(kind, args.held_back)
+            continue
         if args.moves:
             moves_table(kind)
             continue

@@ -62,6 +62,8 @@ class KernelFacts:
     # (perfgate.judge.two_runs): the comparison says so.
     two_run: frozenset[str] = frozenset()
     runs: int = 1
+    # Those of them judged as measured under the four-run floor: no common factor.
+    as_measured: frozenset[str] = frozenset()
 
     @functools.cached_property
     def explicit(self) -> frozenset[str]:
@@ -274,8 +276,9 @@ def word_noise(comparisons: Comparisons, facts: KernelFacts) -> Comparisons:
         regressed = c.state is State.REGRESSED
         bound = bounds.get(c.metric, 0.0)
         words = noise_words(c.relative_change, bound, regressed)
-        runs = runs_words(facts.runs, bound) if c.metric in facts.two_run else ""
-        extra = "; ".join(w for w in (runs, words, why) if w)
+        measured = c.metric in facts.as_measured
+        runs = runs_words(facts.runs, bound, measured) if c.metric in facts.two_run else ""
+        extra = "; ".join(w for w in (runs, words, "" if measured else why) if w)
         if extra:
             out[i] = replace(c, message=f"{c.message}; {extra}" if c.message else extra)
     return _same_or(comparisons, out)

@@ -12,7 +12,7 @@ still covers it) or by a user's threshold is kept, as perfgate.judge.common_mode
 from __future__ import annotations
 
 from perfgate.judge.common_mode import SPREAD_K, set_by_floor
-from perfgate.metrics.timefloors import two_run_floor_at
+from perfgate.metrics.timefloors import four_run_floor_at, two_run_floor_at
 
 # Two capture files or more: the fastest launch of one run is judged by one run's noise.
 MIN_RUNS = 2
@@ -50,9 +50,36 @@ def two_run_bound(
     return bound if bound < judged else None
 
 
-def runs_words(runs: int, bound: float) -> str:
-    """'two runs: bound 2.75%': why a time's bound is tighter than one run's."""
+# Four capture files or more: a 10-20 us kernel's fastest launch is judged as measured, under
+# the four-run floor (perfgate.metrics.timefloors.FOUR_RUN_FLOOR_POINTS).
+FOUR_RUNS = 4
+
+
+def four_run_bound(recorded: float, recorded_ns: float, gpu: str | None, runs: int) -> float | None:
+    """The bound of a duration that is the fastest launch of `runs` capture files, judged as
+    measured: the four-run floor, or None where it does not apply (fewer runs, a kernel outside
+    10-20 us, another GPU kind, a bound the floor did not set) or would not tighten it. Not
+    K x the kernel's own spread, as two_run_bound takes: that spread is the range of one run's
+    fastest launch between the runs of a start, and the fastest of four runs does not carry it
+    (the floor covers the whole move of such checks, timefloors.FOUR_RUN_FLOOR_POINTS). A
+    kernel whose own spread or look-back wait set its recorded bound keeps the other rules."""
+    if runs < FOUR_RUNS:
+        return None
+    floor = four_run_floor_at(recorded_ns, gpu)
+    if floor is None or not set_by_floor(recorded, recorded_ns, gpu):
+        return None
+    return floor if floor < recorded else None
+
+
+def runs_words(runs: int, bound: float, as_measured: bool = False) -> str:
+    """'two runs: bound 2.75%': why a time's bound is tighter than one run's; `as_measured`:
+    the four-run floor's, judged without the common factor."""
     count = "two" if runs == MIN_RUNS else str(runs)
+    if as_measured:
+        return (
+            f"{count} runs: bound {bound * 100:.3g}% (the floor of a check of four runs or "
+            "more, judged as measured, docs/noise.md)"
+        )
     return (
         f"{count} runs: bound {bound * 100:.3g}% (the floor of a check of two runs or more, "
         "docs/noise.md)"

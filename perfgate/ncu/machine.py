@@ -106,12 +106,31 @@ def query_gpu() -> tuple[str | None, str | None, str | None]:
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
+def visible_uuids(uuids: Sequence[str], visible: str | None) -> list[str]:
+    """The UUIDs of the cards a program sees under CUDA_VISIBLE_DEVICES (`visible`): its
+    entries are nvidia-smi's indices or UUIDs (a prefix will do); unset, empty or naming no
+    card nvidia-smi lists: every card. Why: on a runner of several GPUs each job is given one
+    card, and two cards of one boot are two starts for a kernel's time (a card's own speed
+    is part of what moves between starts). Assumes CUDA numbers the cards as nvidia-smi does
+    (PCI order; CUDA_DEVICE_ORDER=PCI_BUS_ID makes sure), as it does on a host of one model."""
+    chosen: list[str] = []
+    for item in (visible or "").split(","):
+        item = item.strip()
+        if item.isdigit():
+            found = [uuids[int(item)]] if int(item) < len(uuids) else []
+        else:
+            found = [u for u in uuids if item and u.startswith(item)]
+        chosen += [u for u in found if u not in chosen]
+    return chosen or list(uuids)
+
+
 def machine_start(boot_id: Path = BOOT_ID) -> str | None:
     """Which machine start a capture ran on: a digest of the kernel's boot id (new on every
-    boot) and the GPUs' UUIDs (which card), or None where either is unknown (not Linux, no
-    nvidia-smi). Why: a kernel's time moves more between machine starts than between the runs
-    of one start (docs/noise.md), so a baseline recorded from several starts takes the median
-    over starts (perfgate.lifecycle.pooled), which needs to know which runs share a start."""
+    boot) and the UUIDs of the cards it sees (visible_uuids), or None where either is unknown
+    (not Linux, no nvidia-smi). Why: a kernel's time moves more between machine starts than
+    between the runs of one start (docs/noise.md), so a baseline recorded from several starts
+    takes the median over starts (perfgate.lifecycle.pooled), which needs to know which runs
+    share a start."""
     try:
         boot = boot_id.read_text("ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -121,4 +140,5 @@ def machine_start(boot_id: Path = BOOT_ID) -> str | None:
     uuids = out[1].split() if out and out[0] == 0 else []
     if not boot or not uuids:
         return None
-    return hashlib.sha256("\n".join([boot, *uuids]).encode()).hexdigest()[:16]
+    cards = visible_uuids(uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return hashlib.sha256("\n".join([boot, *cards]).encode()).hexdigest()[:16]

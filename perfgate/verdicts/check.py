@@ -198,7 +198,7 @@ def _found(
     cc = next((la.cc for la in launches if la.cc), None)
     return judge_kernel(
         bounds.kernel, launches, how, judging, table.kernel(index, cc), bounds.factor,
-        recorded=kernel, two_run=bounds.two_run, runs=bounds.runs,
+        recorded=kernel, two_run=bounds.two_run, runs=bounds.runs, as_measured=bounds.as_measured,
     )  # fmt: skip
 
 

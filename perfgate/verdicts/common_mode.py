@@ -23,7 +23,7 @@ from perfgate.judge.common_mode import (
     corrected_bound,
 )
 from perfgate.judge.rules import CORRECTED
-from perfgate.judge.two_runs import MIN_RUNS, TWO_RUN_METRICS, two_run_bound
+from perfgate.judge.two_runs import MIN_RUNS, TWO_RUN_METRICS, four_run_bound, two_run_bound
 from perfgate.metrics.catalog import lookup
 from perfgate.metrics.measure import Measured, measure
 from perfgate.metrics.thresholds import ThresholdOverride
@@ -67,6 +67,8 @@ class TimeBounds:
     # The time metrics bounded by the two-run floor (perfgate.judge.two_runs), and the runs.
     two_run: frozenset[str] = frozenset()
     runs: int = 1
+    # Those of them judged as measured under the four-run floor (perfgate.judge.two_runs).
+    as_measured: frozenset[str] = frozenset()
 
 
 def _bounded(
@@ -75,9 +77,10 @@ def _bounded(
     recorded_ns: float,
     gpu: str | None,
     runs: int,
-) -> tuple[MetricBaseline, bool, bool]:
+) -> tuple[MetricBaseline, bool, bool, bool]:
     """`metric` scaled by `factor` under the corrected bound, and bounded by the two-run floor
-    where it is tighter; whether each applied."""
+    where it is tighter; or, in a check of four runs or more, judged as measured under the
+    four-run floor where that applies; whether each applied."""
     threshold = metric.threshold
     if (
         metric.calibration is None
@@ -85,10 +88,15 @@ def _bounded(
         or threshold.relative is None
         or not isinstance(metric.value, float | int)
     ):
-        return metric, False, False
+        return metric, False, False, False
     low, high = metric.low, metric.high
     spread = (high - low) / float(metric.value) if low is not None and high is not None else 0.0
     own = max(spread, 0.0)
+    four = four_run_bound(threshold.relative, recorded_ns, gpu, runs)
+    if four is not None:
+        # Not scaled: four runs outvote a slow process, which the factor is for.
+        bounded = ThresholdOverride(four, threshold.absolute, threshold.direction)
+        return replace(metric, threshold=bounded), False, True, True
     bound = (
         corrected_bound(threshold.relative, recorded_ns, gpu, own) if factor is not None else None
     )
@@ -96,7 +104,7 @@ def _bounded(
     judged = threshold.relative if bound is None else bound
     tighter = two_run_bound(threshold.relative, judged, recorded_ns, gpu, own, runs, scaled)
     if not scaled and tighter is None:
-        return metric, False, False
+        return metric, False, False, False
     by = factor if factor is not None and scaled else 1.0
     return (
         replace(
@@ -110,6 +118,7 @@ def _bounded(
         ),
         scaled,
         tighter is not None,
+        False,
     )
 
 
@@ -124,18 +133,20 @@ def time_bounds(
         return TimeBounds(kernel)
     by = factor.factor if factor is not None else None
     metrics: list[MetricBaseline] = []
-    scaled_any, two_run = False, set()
+    scaled_any, two_run, as_measured = False, set(), set()
     for m in kernel.metrics:
         if m.name not in CORRECTED:
             metrics.append(m)
             continue
-        got, scaled, tighter = _bounded(
+        got, scaled, tighter, measured = _bounded(
             m, by, float(recorded), gpu, runs if m.name in TWO_RUN_METRICS else 1
         )
         metrics.append(got)
         scaled_any |= scaled
         if tighter:
             two_run.add(m.name)
+        if measured:
+            as_measured.add(m.name)
     if all(a is b for a, b in zip(metrics, kernel.metrics, strict=True)):
         return TimeBounds(kernel)  # no correction applies (judge.common_mode.corrected_bound)
     return TimeBounds(
@@ -143,4 +154,5 @@ def time_bounds(
         factor if scaled_any else None,
         frozenset(two_run),
         runs if two_run else 1,
+        frozenset(as_measured),
     )

@@ -61,19 +61,21 @@ def judge_kernel(
     decided: tuple[Comparison, ...] = (),
     two_run: frozenset[str] = frozenset(),
     runs: int = 1,
+    as_measured: frozenset[str] = frozenset(),
 ) -> KernelVerdict:
     """`kernel` (its entry as judged) over `launches`, matched `how`. `factor`: the common
     factor its times were scaled by; `recorded`: the entry as recorded, where `kernel` lost
     metrics; `decided`: comparisons of metrics not compared (another scope's launch counts),
     judged with the rest (settled) but neither moving the kernel nor diagnosed; `two_run`:
-    the time metrics bounded by the floor of a check of `runs` capture files."""
+    the time metrics bounded by the floor of a check of `runs` capture files, `as_measured`
+    those of them judged without the common factor (the four-run floor)."""
     capture = judging.capture
     compared, measured = _compared(kernel, launches, how, judging, rows)
     changed = how.startswith(CHANGED)
     current = _Current(kernel, launches, capture, measured)
     facts = rules.KernelFacts(
         kernel, judging.baseline, recorded, judging.waived, current, factor,
-        _choice(kernel, launches, capture, compared), two_run, runs,
+        _choice(kernel, launches, capture, compared), two_run, runs, as_measured,
     )  # fmt: skip
     comparisons = rules.judge((*compared, *decided), facts)
     own = comparisons[: len(compared)]

@@ -19,7 +19,7 @@ from perfgate.common.errors import CaptureError
 from perfgate.ingest import read_captures
 from perfgate.ingest.meta import read_meta
 from perfgate.ncu.command import CaptureOptions
-from perfgate.ncu.machine import machine_start
+from perfgate.ncu.machine import machine_start, visible_uuids
 from tests.conftest import ROOT, cli_ok
 
 GATE = ROOT / "tests" / "data" / "field" / "gate"
@@ -60,6 +60,7 @@ def smi_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "bin"
     fake_smi(folder, UUIDS)
     monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     return folder
 
 
@@ -112,6 +113,33 @@ def test_an_nvidia_smi_that_fails_or_lists_no_gpu_is_unknown(
     assert machine_start(boot_id) is None
     fake_smi(smi_on_path, ())
     assert machine_start(boot_id) is None
+
+
+def test_each_card_of_one_boot_is_its_own_start(
+    boot_id: Path, smi_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    both = machine_start(boot_id)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    first = machine_start(boot_id)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    second = machine_start(boot_id)
+    assert len({both, first, second}) == 3
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", UUIDS[1][:12])  # a UUID's prefix names a card
+    assert machine_start(boot_id) == second
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert machine_start(boot_id) == both
+    for unknown in ("", "7", "GPU-ffff"):  # no card nvidia-smi lists: every card
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", unknown)
+        assert machine_start(boot_id) == both
+
+
+def test_visible_uuids_keeps_the_cards_named_once_each() -> None:
+    assert visible_uuids(UUIDS, None) == list(UUIDS)
+    assert visible_uuids(UUIDS, " 1 ") == [UUIDS[1]]
+    assert visible_uuids(UUIDS, "1,0,1") == [UUIDS[1], UUIDS[0]]
+    assert visible_uuids(UUIDS, "GPU-4b1f") == [UUIDS[0]]
+    assert visible_uuids(UUIDS, "GPU-,") == list(UUIDS)  # a prefix of both names both
+    assert visible_uuids(UUIDS, "2") == list(UUIDS)
 
 
 # ------------------------------------------------------------------------------ 10. meta
