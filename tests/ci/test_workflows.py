@@ -384,9 +384,14 @@ def test_action_captures_the_program_as_often_as_asked() -> None:
     assert [r[r.index("-o") + 1] for r in runs[:2]] == captures
     check = runs[-1]
     assert [check[i + 1] for i, a in enumerate(check) if a == "--capture"] == captures
-    # Left empty: two runs, the default (one run's H100 floor from 20 us does not pass +5%).
-    two, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": ""})
-    assert got == captures and len(two) == 3
+    # Left empty: four runs, the default (the four-run floor of 10-20 us kernels), four
+    # captures and one check of all four.
+    four, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": ""})
+    every = ["out/cap.csv", "out/cap-run2.csv", "out/cap-run3.csv", "out/cap-run4.csv"]
+    assert got == every and len(four) == 5
+    assert [r[:2] for r in four] == [["perfgate", "capture"]] * 4 + [["perfgate", "check"]]
+    assert [r[r.index("-o") + 1] for r in four[:4]] == every
+    assert [four[-1][i + 1] for i, a in enumerate(four[-1]) if a == "--capture"] == every
     one, got = action.commands({**env, "PERFGATE_PROGRAM_RUNS": "1"})
     assert got == ["out/cap.csv"] and len(one) == 2
     for bad in ("0", "6", "two", "-1", "1.5"):
