@@ -322,6 +322,17 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         "perfgate/verdicts/common_mode.py": frozenset({"time_bounds"}),
         "perfgate/verdicts/kernel.py": frozenset({"_choice", "_CHOICE_TIMES"}),
     },
+    # Four runs per check (docs/noise.md "Four runs per check"): the four-run floor, its bound,
+    # the as-measured judgement and its words, and the card a machine start names.
+    "four-runs": {
+        "perfgate/judge/two_runs.py": frozenset({"four_run_bound", "runs_words", "FOUR_RUNS"}),
+        "perfgate/metrics/timefloors.py": frozenset(
+            {"four_run_floor_at", "FOUR_RUN_FLOOR_POINTS"}
+        ),
+        "perfgate/verdicts/common_mode.py": frozenset({"_bounded", "time_bounds"}),
+        "perfgate/judge/rules.py": frozenset({"word_noise"}),
+        "perfgate/ncu/machine.py": frozenset({"visible_uuids", "machine_start"}),
+    },
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
             "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
@@ -402,6 +413,18 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             "perfgate/lifecycle/record.py", "perfgate/lifecycle/program.py",
             "perfgate/ncu/machine.py", "perfgate/verdicts/common_mode.py",
             "perfgate/verdicts/kernel.py",
+        )
+    },
+    # The four-run rule's own tests first, then the two-run ones it shares _bounded with.
+    "four-runs": {
+        module: (
+            "tests/judge/test_four_runs.py", "tests/ncu/test_machine_start.py",
+            "tests/judge/test_two_runs.py",
+        )
+        for module in (
+            "perfgate/judge/two_runs.py", "perfgate/metrics/timefloors.py",
+            "perfgate/verdicts/common_mode.py", "perfgate/judge/rules.py",
+            "perfgate/ncu/machine.py",
         )
     },
     "issue33": {

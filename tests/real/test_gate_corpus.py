@@ -35,6 +35,13 @@ SEALED = detection.SEALED_TWO_RUN_STARTS
 # Captured while the pooled (several-start) baseline rule was built, sealed (tests/data/field/
 # gate/README.md): known here by counts and structure only.
 POOLED_SEALED = (*pooled.SEALED["h100"], *pooled.SEALED["h200"])
+# The cards captured with four runs each: tuning data of the four-run floor and the sealed
+# cards of two other hosts (docs/noise.md "Four runs per check").
+FOUR_RUN = tuple(
+    c for table in (pooled.FOUR_RUN_CARDS, pooled.FOUR_RUN_SEALED) for k in ("h100", "h200")
+    for c in table[k]
+)  # fmt: skip
+NEWER = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED, *FOUR_RUN)
 CAPTURES = sorted(CORPUS.glob("*/*.csv.gz"))
 # Inductor's max-autotune re-chooses its kernels on a fresh machine (docs/identity.md): its
 # verdicts are the autotuner's, not noise, and are held apart below.
@@ -48,8 +55,7 @@ def _workload(name: str) -> detection.Workload:
 def test_the_corpus_is_there() -> None:
     starts = {p.parent.name for p in CAPTURES}
     assert {"h100-j", "h100-k", "h100-l", "h200-e", "h200-f", *CLOCK_STARTS} <= starts
-    newer = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED)
-    old = [p for p in CAPTURES if p.parent.name not in newer]
+    old = [p for p in CAPTURES if p.parent.name not in NEWER]
     assert len(old) == 11 * (3 + 2 + 1) + 5 * (3 + 2)
     # h100-m: 11 workloads and three families x3; h100-n: both once; h100-o/p and h200-g/h:
     # 5 workloads x2.
@@ -88,6 +94,28 @@ def test_the_corpus_is_there() -> None:
         ids[s] = {m.machine_start for m in metas}
         assert len(ids[s]) == 1 and None not in ids[s], (s, ids[s])
     assert len(set().union(*ids.values())) == len(POOLED_SEALED)
+
+
+def test_each_four_run_card_is_its_own_start_with_four_runs_of_four_workloads() -> None:
+    """Every card of a host of several GPUs names its own machine start (machine_start digests
+    the card it sees), and every card holds four runs of the same four workloads."""
+    assert FOUR_RUN == (
+        "h100-xag0", "h100-xag1", "h100-xag2", "h100-xag3", "h200-xdg0", "h200-xdg1",
+        "h100-xbg0", "h100-xbg1", "h100-xbg2", "h100-xbg3",
+        "h200-xcg0", "h200-xcg1", "h200-xcg2", "h200-xcg3",
+    )  # fmt: skip
+    workloads = {"cuda-graph", "gemms", "hf-encoder", "reductions"}
+    starts: set[str | None] = set()
+    for card in FOUR_RUN:
+        metas = [read_meta(str(p)) for p in sorted((CORPUS / card).glob("*.csv.gz"))]
+        assert len(metas) == 16 and all(card[:4].upper() in (m.gpu or "") for m in metas), card
+        for i in (1, 2, 3, 4):
+            got = {p.name.split("-run")[0] for p in (CORPUS / card).glob(f"*-run{i}.csv.gz")}
+            assert got == workloads, (card, i)
+        ids = {m.machine_start for m in metas}
+        assert len(ids) == 1 and None not in ids, (card, ids)
+        starts |= ids
+    assert len(starts) == len(FOUR_RUN)
     for w in detection.GATE_CORPUS:
         assert len(w.baseline_runs) == 3 and w.other_start_runs, w.name
         assert all(p.exists() for p in (*w.baseline_runs, *w.other_start_runs)), w.name
@@ -112,7 +140,7 @@ def test_every_capture_is_one_pass_of_the_gate_set(path: Path) -> None:
     assert "gpu__time_duration.sum" in requested
     assert requested <= capture.columns, sorted(requested - capture.columns)
     # The clock metrics came with the starts captured after them, asked for on every capture.
-    clocked = path.parent.name in (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED)
+    clocked = path.parent.name in NEWER
     assert set(CLOCK_METRICS) <= requested if clocked else not set(CLOCK_METRICS) & requested
     expected = GATE_ONE_PASS if clocked else GATE_ONE_PASS - set(CLOCK_METRICS)
     if "triton-autotune" not in path.name:
