@@ -415,12 +415,14 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             "perfgate/verdicts/kernel.py",
         )
     },
-    # The four-run rule's own tests first, then the two-run ones it shares _bounded with.
+    # The four-run rule's own tests first, then each module's usual list (MODULES) and the
+    # two-run and pooled ones it shares _bounded and time_bounds with.
     "four-runs": {
-        module: (
+        module: tuple(dict.fromkeys((
             "tests/judge/test_four_runs.py", "tests/ncu/test_machine_start.py",
-            "tests/judge/test_two_runs.py",
-        )
+            *MODULES.get(module, ()), "tests/lifecycle/test_pooled_mutants.py",
+            "tests/verdicts/test_choice_total_time.py", "tests/judge/test_two_runs.py",
+        )))
         for module in (
             "perfgate/judge/two_runs.py", "perfgate/metrics/timefloors.py",
             "perfgate/verdicts/common_mode.py", "perfgate/judge/rules.py",

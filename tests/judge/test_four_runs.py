@@ -112,3 +112,34 @@ def test_an_h200_check_of_four_runs_takes_no_common_factor_off_a_10_to_20_us_tim
     assert "common factor" not in duration.message
     assert "common factor" in total.message
     assert duration.baseline == pytest.approx(12_992.0)  # the recorded time, not scaled
+
+
+def test_four_runs_without_a_common_factor_get_the_four_run_floor_and_three_the_two_run_one() -> (
+    None
+):
+    """time_bounds on the pooled entry of the 15.1 us split-K GEMM (h100-j+k+o, bound 9.25%, the
+    one-run floor), where no common factor applies: four runs are judged as measured at 3%,
+    three under the two-run floor, one as recorded."""
+    from perfgate.verdicts.common_mode import time_bounds
+
+    base = _baseline("h100", ("h100-j", "h100-k", "h100-o"), "gemms")
+    entry = next(
+        k
+        for k in base.kernels  # type: ignore[attr-defined]
+        if k.id == "nvjet_sm90_hsh_128x16_64x11_4x1_v_bz_splitK_NNT"
+    )
+
+    def relative(kernel: object) -> float | None:
+        m = next(m for m in kernel.metrics if m.name == "duration")  # type: ignore[attr-defined]
+        return m.threshold.relative if m.threshold else None
+
+    assert relative(entry) == 0.0925
+
+    def bound(runs: int) -> tuple[float | None, frozenset[str], frozenset[str]]:
+        got = time_bounds(entry, None, H100, runs)
+        return relative(got.kernel), got.two_run, got.as_measured
+
+    assert bound(4) == (0.03, frozenset({"duration"}), frozenset({"duration"}))
+    assert bound(5) == bound(4)
+    assert bound(3) == (0.0575, frozenset({"duration"}), frozenset())
+    assert bound(1) == (0.0925, frozenset(), frozenset())
