@@ -143,3 +143,26 @@ def test_four_runs_without_a_common_factor_get_the_four_run_floor_and_three_the_
     assert bound(5) == bound(4)
     assert bound(3) == (0.0575, frozenset({"duration"}), frozenset())
     assert bound(1) == (0.0925, frozenset(), frozenset())
+
+
+def test_a_time_with_no_relative_bound_gets_no_noise_words() -> None:
+    """rules.word_noise: a duration whose bound is a user's absolute one alone (no relative
+    bound to read the change against) passes +60% with no words of noise, as measured or not."""
+    from perfgate.baseline.model import Baseline, KernelBaseline, KernelMatch, MetricBaseline
+    from perfgate.judge.comparison import State
+    from perfgate.judge.rules import KernelFacts, word_noise
+    from perfgate.metrics.thresholds import ThresholdOverride
+
+    entry = MetricBaseline("duration", 10_000.0, threshold=ThresholdOverride(absolute=20_000.0))
+    kernel = KernelBaseline("k", KernelMatch(name="k"), (entry,))
+    passed = Comparison("k", "duration", State.PASS, 10_000.0, 16_000.0, relative_change=0.6)
+    for measured in (frozenset(), frozenset({"duration"})):
+        facts = KernelFacts(kernel, Baseline((kernel,)), two_run=measured, runs=4,
+                            as_measured=measured)  # fmt: skip
+        got = word_noise((passed,), facts)
+        assert [c.message for c in got] == [
+            "4 runs: bound 0% (the floor of a check of four runs or more, judged as measured, "
+            "docs/noise.md)"
+            if measured
+            else ""
+        ]
