@@ -127,7 +127,8 @@ def time_bounds(
 ) -> TimeBounds:
     """`kernel` with its times scaled by its process's factor and bounded by the corrected
     floor, and bounded by the two-run floor where its time is the fastest launch of `runs`
-    capture files (two or more); as it was where neither applies."""
+    capture files (two or more), or by the four-run floor, as measured (four or more, 10-20
+    us); as it was where none applies."""
     recorded = kernel.value("duration")
     if (factor is None and runs < MIN_RUNS) or not isinstance(recorded, float | int):
         return TimeBounds(kernel)
