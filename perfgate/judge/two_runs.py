@@ -1,10 +1,10 @@
 """The bound of a kernel's time in a check of two runs or more of one build (`perfgate check -c
-RUN1 -c RUN2`): its duration is the fastest launch of them all, and a process that ran slow as
-a whole on one run is outvoted by the other. Measured on the corpus's starts with two runs
-(perfgate.metrics.timefloors.TWO_RUN_FLOOR_POINTS and TWO_RUN_CORRECTED_FLOOR_POINTS,
-docs/noise.md "Two runs per check"): from 20 us an H100 kernel's largest move past its own
-spread fell from 3.94% in one run to 2.11% in two, an H200 kernel's 10-20 us from 6.07% to
-3.08% after the common factor.
+RUN1 -c RUN2`), and of four runs or more (four_run_bound): its duration is the fastest launch
+of them all, and a process that ran slow as a whole on one run is outvoted by the others.
+Measured on the corpus's starts with two runs (perfgate.metrics.timefloors
+TWO_RUN_FLOOR_POINTS and TWO_RUN_CORRECTED_FLOOR_POINTS, docs/noise.md "Two runs per
+check"): from 20 us an H100 kernel's largest move past its own spread fell from 3.94% in one
+run to 2.11% in two, an H200 kernel's 10-20 us from 6.07% to 3.08% after the common factor.
 
 Only a bound the time floor set is tightened: a bound set by the kernel's own spread (twice it
 still covers it) or by a user's threshold is kept, as perfgate.judge.common_mode keeps it."""
