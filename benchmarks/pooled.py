@@ -139,12 +139,16 @@ def workloads(
     checked: Iterable[str],
     one_run: bool = False,
     runs: int = 2,
+    base_runs: int = 3,
 ) -> list[Workload]:
+    """Each workload of `kind` with a baseline of `base_runs` runs at most of each of
+    `base_starts`, checked against `runs` runs of each of `checked` (each run alone where
+    `one_run`)."""
     out = []
     for w in _CLOCK_BASES[kind][1]:
         if w == "compile-max-autotune":  # Inductor re-chooses its kernels on every start
             continue
-        base = tuple(p for s in base_starts for p in runs_of(s, w))
+        base = tuple(p for s in base_starts for p in runs_of(s, w, base_runs))
         if len({p.parent for p in base}) < len(base_starts):
             continue
         checks = tuple(
@@ -363,15 +367,28 @@ FOUR_RUN_SEALED = {
 EVALUATED = {kind: TUNING[kind] + SEALED[kind] for kind in TUNING}
 
 
+def trio_tally(kind: str, cards: Sequence[str], runs: int) -> Tally:
+    """Checks of `runs` runs of each of `cards` against the pooled tuning trios."""
+    pairs = [(trio, tuple(cards)) for trio, _ in rotations(kind)]
+    return tallies(kind, pairs, runs=runs)[1]
+
+
+def card_tally(
+    kind: str, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]], runs: int
+) -> Tally:
+    """Baselines of four-run cards (four runs each, pooled over the cards) checked against
+    `runs` runs of other cards: a baseline recorded as the checks capture."""
+    tally = Tally()
+    for base_cards, checked in pairs:
+        for w in workloads(kind, base_cards, checked, runs=runs, base_runs=4):
+            evaluate(w, tally)
+    return tally
+
+
 def four_run_table(kind: str, cards: Sequence[str]) -> None:
     """Checks of two and of four runs of `cards` against the pooled tuning trios."""
-    pairs = [(trio, tuple(cards)) for trio, _ in rotations(kind)]
     print(f"\n### {kind.upper()}: {', '.join(cards)} against the pooled trios\n")
-    rows = []
-    for runs in (2, 4):
-        _, pool = tallies(kind, pairs, runs=runs)
-        rows.append((f"{runs} runs per check", pool))
-    table(rows)
+    table([(f"{runs} runs per check", trio_tally(kind, cards, runs)) for runs in (2, 4)])
 
 
 def four_runs(kind: str, held_back: bool) -> None:
@@ -394,17 +411,8 @@ def four_runs(kind: str, held_back: bool) -> None:
 
 
 def card_table(kind: str, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
-    """Baselines of four-run cards (four runs each, pooled over the cards) checked against
-    other cards, two and four runs per check: a baseline recorded as the checks capture."""
-    rows = []
-    for runs in (2, 4):
-        tally = Tally()
-        for base_cards, checked in pairs:
-            for w in workloads(kind, base_cards, checked, runs=runs):
-                w = Workload(w.name, tuple(p for c in base_cards for p in runs_of(c, w.name.split()[1], 4)),
-                             w.other_start_runs)  # fmt: skip
-                evaluate(w, tally)
-        rows.append((f"{runs} runs per check", tally))
+    """card_tally of two and of four runs per check."""
+    rows = [(f"{runs} runs per check", card_tally(kind, pairs, runs)) for runs in (2, 4)]
     names = "; ".join(f"{'+'.join(b)} vs {'+'.join(c)}" for b, c in pairs)
     print(f"\n### {kind.upper()}, baselines of four-run cards: {names}\n")
     table(rows)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -65,23 +64,6 @@ def _cells(t: pooled.Tally) -> list[str]:
     ]
 
 
-def _trios(kind: str, cards: Sequence[str], runs: int) -> pooled.Tally:
-    pairs = [(trio, tuple(cards)) for trio, _ in pooled.rotations(kind)]
-    return pooled.tallies(kind, pairs, runs=runs)[1]
-
-
-def _cards(
-    kind: str, pairs: Sequence[tuple[tuple[str, ...], tuple[str, ...]]], runs: int
-) -> pooled.Tally:
-    tally = pooled.Tally()
-    for base_cards, checked in pairs:
-        for w in pooled.workloads(kind, base_cards, checked, runs=runs):
-            workload = w.name.split()[1]
-            base = tuple(p for c in base_cards for p in pooled.runs_of(c, workload, 4))
-            pooled.evaluate(pooled.Workload(w.name, base, w.other_start_runs), tally)
-    return tally
-
-
 @pytest.mark.parametrize("runs", [2, 4])
 @pytest.mark.parametrize(
     ("kind", "cards", "row"),
@@ -96,7 +78,7 @@ def test_the_four_run_tables_against_the_trios_are_what_the_benchmark_measures(
     kind: str, cards: tuple[str, ...], row: str, runs: int
 ) -> None:
     words = "four runs" if runs == 4 else "two runs"
-    assert _row(f"{row}, {words}") == _cells(_trios(kind, cards, runs))
+    assert _row(f"{row}, {words}") == _cells(pooled.trio_tally(kind, cards, runs))
 
 
 @pytest.mark.parametrize("runs", [2, 4])
@@ -117,10 +99,10 @@ def test_the_four_run_tables_against_four_run_cards_are_what_the_benchmark_measu
     else:
         pairs = [(tuple(c for c in tuning if c != x), (x,)) for x in tuning]
     words = "four runs" if runs == 4 else "two runs"
-    assert _row(f"{row}, {words}") == _cells(_cards(kind, pairs, runs))
+    assert _row(f"{row}, {words}") == _cells(pooled.card_tally(kind, pairs, runs))
 
 
 def test_no_check_of_four_runs_of_a_sealed_card_raises_a_false_alarm() -> None:
     for kind in ("h100", "h200"):
-        got = _trios(kind, pooled.FOUR_RUN_SEALED[kind], 4)
+        got = pooled.trio_tally(kind, pooled.FOUR_RUN_SEALED[kind], 4)
         assert got.checks == 32 and (got.alarms, got.failed) == (0, 0), got.notes
