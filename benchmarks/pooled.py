@@ -23,19 +23,22 @@ x1.15 or more, one for 10-20 us and one from 20 us.
 --four-runs: the cards captured with four runs each (FOUR_RUN_CARDS), checked two and four
 runs at a time against the pooled tuning trios and against a baseline of four-run cards (the
 other cards of their host; for the sealed cards, the tuning cards of their kind); with
---held-back the sealed cards of another host instead, and with --moves the four-run floor's
-data (perfgate.metrics.timefloors.FOUR_RUN_FLOOR_POINTS).
+--held-back the sealed cards of other hosts instead (FOUR_RUN_SEALED, evaluated once for the
+four-run floor of kernels; PROGRAM_SEALED, for the four-run program floor), and with --moves
+the four-run floors' data (perfgate.metrics.timefloors.FOUR_RUN_FLOOR_POINTS, and the
+whole program's time of every evaluated four-run card for FOUR_RUN_PROGRAM_FLOORS).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import itertools
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +63,15 @@ from detection import (  # noqa: E402
 )
 
 import perfgate.verdicts.check as check_module  # noqa: E402
+from perfgate.baseline.model import Baseline  # noqa: E402
+from perfgate.ingest.launches import merge  # noqa: E402
 from perfgate.judge.comparison import State  # noqa: E402
+from perfgate.lifecycle.pooled import starts_of  # noqa: E402
+from perfgate.lifecycle.program import record_program  # noqa: E402
+from perfgate.metrics.timefloors import four_run_program_floor  # noqa: E402
 from perfgate.verdicts.check import check  # noqa: E402
+from perfgate.verdicts.model import ProgramVerdict  # noqa: E402
+from perfgate.verdicts.program import judge_program  # noqa: E402
 
 # The gate starts of each kind with two runs of the field workloads (tests/data/field/gate):
 # every one is tuning data for the pooled rule. h100-l (one run) checks nothing but may pool.
@@ -76,7 +86,10 @@ SEALED = {"h100": ("h100-v", "h100-w"), "h200": ("h200-m", "h200-n", "h200-o")}
 MID = Injection(
     "+5% duration (10-20 us)", "duration", Scale(("gpu__time_duration.sum",), 1.05), Scope.LONG
 )
-PROGRAM = Injection("+3% program time", "", Scale(("gpu__time_duration.sum",), 1.03), Scope.PROGRAM)
+PROGRAM_STEP = 1.03
+PROGRAM = Injection(
+    "+3% program time", "", Scale(("gpu__time_duration.sum",), PROGRAM_STEP), Scope.PROGRAM
+)
 
 
 def runs_of(start: str, workload: str, most: int = 3) -> tuple[Path, ...]:
@@ -362,6 +375,13 @@ FOUR_RUN_SEALED = {
     "h100": tuple(f"h100-xbg{i}" for i in range(4)),
     "h200": tuple(f"h200-xcg{i}" for i in range(4)),
 }
+# Captured after the four-run floors, sealed until the four-run program floor was fixed, then
+# evaluated once against the trios and against every card above: the four cards of one H200
+# host (xf) and three machines of one card (h200-xg, h200-xi, h100-xh), each a fresh boot.
+PROGRAM_SEALED = {
+    "h100": ("h100-xhg0",),
+    "h200": (*(f"h200-xfg{i}" for i in range(4)), "h200-xgg0", "h200-xig0"),
+}
 # Every start of two runs or more that is tuning data now (the sealed starts of the pooled
 # rule were evaluated once): the baselines of the four-run floor's moves.
 EVALUATED = {kind: TUNING[kind] + SEALED[kind] for kind in TUNING}
@@ -403,6 +423,7 @@ def four_runs(kind: str, held_back: bool) -> None:
             return
         four_run_table(kind, cards)
         card_table(kind, [(tuning, cards)])
+        program_held_back(kind)
         return
     four_run_table(kind, tuning)
     pairs = [(rest, (c,)) for c in tuning if len(rest := tuple(x for x in tuning if x != c)) >= 2]
@@ -478,6 +499,87 @@ def four_run_moves_table(kind: str) -> None:
               f"{top.move:.2%} ({top.ns / 1000:.1f} us {top.where}) |")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class CardMove:
+    runs: int
+    move: float  # the fastest capture file's total against the recorded program time
+    bound: float  # what the check judged it under
+    where: str
+
+
+@functools.cache
+def program_baseline(runs: tuple[Path, ...]) -> Baseline:
+    """The whole-program time `_baseline` records from `runs`, alone (no kernel): its program
+    verdict is a check's (tests/real/test_four_run_gate.py holds both equal), at a fraction of
+    the cost of recording every kernel."""
+    capture = merge([_read(p) for p in runs])
+    if len({p.parent for p in runs}) > 1:
+        capture = replace(capture, starts=tuple((str(p), p.parent.name) for p in runs))
+    starts, _ = starts_of(capture)
+    return Baseline((), program=record_program(capture, starts.by_file if starts else None))
+
+
+def program_verdict(base_runs: tuple[Path, ...], checked: RunSet) -> ProgramVerdict:
+    """The whole-program verdict of checking `checked` against a baseline of `base_runs`."""
+    return judge_program(program_baseline(base_runs), _read(checked), (), ())
+
+
+def four_run_program_moves(kind: str, runs: int, sealed: Sequence[str] = ()) -> list[CardMove]:
+    """The whole-program time of `runs` runs of every evaluated four-run card (of `sealed`
+    where given), against every trio of EVALUATED starts and against the other evaluated
+    four-run cards of its kind pooled (four runs per card), autotuned programs aside."""
+    cards = FOUR_RUN_CARDS[kind] + FOUR_RUN_SEALED[kind]
+    checked_cards = tuple(sealed) or cards
+    bases = [(trio, 3) for trio in itertools.combinations(EVALUATED[kind], 3)]
+    bases += [(tuple(c for c in cards if c != card), 4) for card in checked_cards]
+    out = []
+    for base_starts, base_runs in bases:
+        checked = [c for c in checked_cards if c not in base_starts]
+        for w in workloads(kind, base_starts, checked, runs=runs, base_runs=base_runs):
+            if "autotune" in w.name:
+                continue
+            for files in w.other_start_runs:
+                p = program_verdict(w.baseline_runs, files)
+                if p.change is None or p.bound is None:
+                    continue
+                baseline = "+".join(base_starts) if base_runs == 3 else "the other cards"
+                where = f"{w.name}, {files[0].parent.name} vs {baseline}"
+                out.append(CardMove(runs, p.change, p.bound, where))
+    return out
+
+
+def four_run_program_table(kind: str, sealed: Sequence[str] = ()) -> None:
+    """The four-run program floor's data (or, with `sealed`, its held-back evaluation): how far
+    the whole program moved, both ways, against every baseline of four_run_program_moves."""
+    floor = four_run_program_floor(kind.upper())
+    cards = ", ".join(sealed) if sealed else "four-run cards"
+    print(f"\n### {kind.upper()}: the whole program's time of {cards}\n")
+    print("| runs per check | checks | largest slower | largest faster | over its bound | "
+          "+3% missed |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for runs in (2, 4):
+        ms = four_run_program_moves(kind, runs, sealed)
+        up = max(ms, key=lambda m: m.move)
+        down = min(ms, key=lambda m: m.move)
+        over = sum(m.move > m.bound for m in ms)
+        missed = sum((1 + m.move) * PROGRAM_STEP - 1 <= m.bound for m in ms)
+        print(f"| {runs} | {len(ms)} | {up.move:+.2%} ({up.where}) | {down.move:+.2%} "
+              f"({down.where}) | {over} | {missed} |")  # fmt: skip
+    print(f"\nThe four-run program floor of {kind.upper()}: {floor:.2%}")
+
+
+def program_held_back(kind: str) -> None:
+    """The cards sealed for the four-run program floor: the gate's tables against the tuning
+    trios and against every evaluated four-run card pooled, and their program moves."""
+    cards = tuple(c for c in PROGRAM_SEALED[kind] if (GATE / c).is_dir())
+    if not cards:
+        print(f"no card of {kind} sealed for the program floor captured yet")
+        return
+    four_run_table(kind, cards)
+    card_table(kind, [(FOUR_RUN_CARDS[kind] + FOUR_RUN_SEALED[kind], cards)])
+    four_run_program_table(kind, cards)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--held-back", action="store_true")
@@ -492,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     for kind in args.kind or ("h100", "h200"):
         if args.four_runs and args.moves:
             four_run_moves_table(kind)
+            four_run_program_table(kind)
             continue
         if args.four_runs:
             four_runs(kind, args.held_back)

@@ -333,6 +333,14 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         "perfgate/judge/rules.py": frozenset({"word_noise"}),
         "perfgate/ncu/machine.py": frozenset({"visible_uuids", "machine_start"}),
     },
+    "four-run-program": {
+        "perfgate/judge/program.py": frozenset({"check_bound", "_SAME_BOUND"}),
+        "perfgate/metrics/timefloors.py": frozenset(
+            {"four_run_program_floor", "FOUR_RUN_PROGRAM_FLOORS", "two_run_program_floor"}
+        ),
+        "perfgate/verdicts/program.py": frozenset({"judge_program"}),
+        "perfgate/reports/summary.py": frozenset({"program_text", "_FLOOR_RUNS"}),
+    },
     "issue33": {
         "perfgate/lifecycle/calibrate.py": frozenset({
             "kernel_varies", "lookback_floor", "lookback_time_floor", "dram_bytes_floor",
@@ -427,6 +435,16 @@ SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
             "perfgate/judge/two_runs.py", "perfgate/metrics/timefloors.py",
             "perfgate/verdicts/common_mode.py", "perfgate/judge/rules.py",
             "perfgate/ncu/machine.py",
+        )
+    },
+    "four-run-program": {
+        module: tuple(dict.fromkeys((
+            "tests/judge/test_four_runs.py", "tests/judge/test_two_runs.py",
+            "tests/reports/test_mutation_reports.py", *MODULES.get(module, ()),
+        )))
+        for module in (
+            "perfgate/judge/program.py", "perfgate/metrics/timefloors.py",
+            "perfgate/verdicts/program.py", "perfgate/reports/summary.py",
         )
     },
     "issue33": {

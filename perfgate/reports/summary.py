@@ -5,8 +5,12 @@ from __future__ import annotations
 from perfgate.judge.policy import COUNTED, EXIT_WORDS, counted_word, verdict_word
 from perfgate.judge.skips import describe
 from perfgate.judge.states import KernelState
+from perfgate.judge.two_runs import FOUR_RUNS, MIN_RUNS
 from perfgate.reports.format import counted
 from perfgate.verdicts.model import NotJudged, ProgramVerdict, Report
+
+# The floor a check of several runs judged the program under (ProgramVerdict.floor_runs).
+_FLOOR_RUNS = {MIN_RUNS: " (two runs)", FOUR_RUNS: " (four runs)"}
 
 
 def _us(ns: float) -> str:
@@ -24,7 +28,7 @@ def program_text(program: ProgramVerdict) -> str:
         return f"program GPU time not gated: {program.reason}"
     change = program.change
     shown = f"{change:+.1%}, " if change is not None else ""
-    runs = " (two runs)" if program.two_runs else ""
+    runs = _FLOOR_RUNS.get(program.floor_runs, "")
     bound = f"bound {program.bound:.1%}{runs}: " if program.bound is not None else ""
     before = _us(program.baseline) if program.baseline is not None else "?"
     return (

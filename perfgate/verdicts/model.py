@@ -83,9 +83,10 @@ class ProgramVerdict:
     current: float | None = None  # ns: this check's fastest capture file's total
     runs: tuple[float | None, ...] = ()  # ns: each capture file's total (None: incomplete)
     bound: float | None = None  # relative
-    # The bound is the two-run floor: the fastest of two capture files or more is judged
+    # The runs of the floor the bound is (2: the two-run floor, 4: the four-run floor; 0: the
+    # recorded bound): the fastest of that many capture files or more is judged
     # (perfgate.judge.program.check_bound).
-    two_runs: bool = False
+    floor_runs: int = 0
     new_time: float = 0.0  # ns, in the judged file: kernels the baseline does not hold
     missing_time: float = 0.0  # ns, as recorded: baselined kernels absent from the captures
     reason: str = ""  # why it was skipped

@@ -64,14 +64,14 @@ def judge_program(
         )
     current, path = min(judged)
     gpu = next(iter(capture.devices), None)
-    bound, two_runs = check_bound(recorded.relative, gpu, len(judged))
+    bound, floor_runs = check_bound(recorded.relative, gpu, len(judged))
     return ProgramVerdict(
         program_state(recorded.value, current, bound),
         baseline=recorded.value,
         current=current,
         runs=runs,
         bound=bound,
-        two_runs=two_runs,
+        floor_runs=floor_runs,
         new_time=time_in(new_launches, path),
         missing_time=sum(recorded_time(k) for k in missing),
     )

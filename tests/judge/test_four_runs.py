@@ -166,3 +166,77 @@ def test_a_time_with_no_relative_bound_gets_no_noise_words() -> None:
             if measured
             else ""
         ]
+
+
+def test_the_four_run_program_floor_applies_from_four_runs_where_the_floor_set_the_bound() -> None:
+    from perfgate.judge.program import check_bound
+    from perfgate.metrics.timefloors import (
+        FOUR_RUN_PROGRAM_FLOORS,
+        four_run_program_floor,
+        program_floor,
+        two_run_program_floor,
+    )
+
+    assert set(FOUR_RUN_PROGRAM_FLOORS) == {"H100", "H200"}
+    assert four_run_program_floor(H100) == four_run_program_floor(H200) == 0.015
+    assert four_run_program_floor("NVIDIA A100-SXM4-80GB") is None
+    h200 = program_floor(H200)
+    assert check_bound(h200, H200, 4) == (0.015, 4)
+    assert check_bound(h200, H200, 6) == (0.015, 4)
+    assert check_bound(h200, H200, 3) == (two_run_program_floor(H200), 2)
+    # On H100 the four-run floor is the two-run one: four runs say so, three say two runs.
+    assert check_bound(program_floor(H100), H100, 4) == (0.015, 4)
+    assert check_bound(program_floor(H100), H100, 3) == (0.015, 2)
+    # The baseline runs' own spread set the bound, or a kind nothing was measured on: kept.
+    assert check_bound(0.031, H200, 4) == (0.031, 0)
+    a100 = program_floor("NVIDIA A100-SXM4-80GB")
+    assert check_bound(a100, "NVIDIA A100-SXM4-80GB", 4) == (a100, 0)
+
+
+def test_an_h200_check_of_four_runs_catches_3_percent_on_a_card_that_ran_fast() -> None:
+    """h200-xcg2's cuda-graph ran 1.17% faster than h200-h+i+j pooled in four runs: +3% on every
+    launch reads +1.8%, which the two-run floor (2%) passes and the four-run floor (1.5%) fails;
+    the same check unchanged passes, and so do two runs of it with +3%."""
+    from perfgate.judge.states import KernelState
+    from perfgate.verdicts.check import check
+
+    base = _baseline("h200", ("h200-h", "h200-i", "h200-j"), "cuda-graph")
+    files = pooled.RunSet(pooled.runs_of("h200-xcg2", "cuda-graph", 4))
+    plain = check(base, pooled._read(files)).program  # type: ignore[arg-type]
+    assert plain is not None and plain.change is not None
+    assert plain.change == pytest.approx(-0.0117, abs=0.0005)
+    assert plain.state is KernelState.PASS and plain.bound == 0.015 and plain.floor_runs == 4
+    slower = pooled.PROGRAM.change(pooled._read(files), frozenset())
+    four = check(base, slower).program  # type: ignore[arg-type]
+    assert four is not None and four.state is KernelState.REGRESSED
+    assert four.change == pytest.approx(0.018, abs=0.001)
+    two_files = pooled.RunSet(files[:2])
+    two = check(base, pooled.PROGRAM.change(pooled._read(two_files), frozenset())).program  # type: ignore[arg-type]
+    assert two is not None and two.floor_runs == 2 and two.bound == 0.02
+
+
+def test_a_recorded_program_bound_within_a_hundredth_of_a_point_of_the_floor_is_the_floor() -> None:
+    """Bounds are kept to four places, so one read back a hair off the floor is still it."""
+    from perfgate.judge.program import check_bound
+
+    assert check_bound(0.02504, H200, 4) == (0.015, 4)
+    assert check_bound(0.02496, H200, 2) == (0.02, 2)
+    assert check_bound(0.0252, H200, 4) == (0.0252, 0)
+
+
+def test_a_capture_with_no_launch_of_the_baselines_gpu_skips_the_program_time() -> None:
+    """judge_program: no launch to sum is no program time, said so, with the recorded value
+    and bound kept for the report (every kernel is missing then, which fails the check)."""
+    from dataclasses import replace
+
+    from perfgate.judge.states import KernelState
+    from perfgate.verdicts.program import judge_program
+
+    files = pooled.runs_of("h200-xcg2", "cuda-graph", 4)
+    base = pooled.program_baseline(tuple(pooled.runs_of("h200-h", "cuda-graph")))
+    assert base.program is not None
+    empty = replace(pooled._read(pooled.RunSet(files)), launches=())
+    got = judge_program(base, empty, (), ())
+    assert got.state is KernelState.SKIPPED
+    assert got.reason == "no launch of this baseline's GPU in the captures"
+    assert (got.baseline, got.bound) == (base.program.value, base.program.relative)

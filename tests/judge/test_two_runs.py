@@ -216,16 +216,17 @@ def test_the_program_floor_of_two_runs_is_per_kind_and_only_tightens() -> None:
 
     assert two_run_program_floor(H100) == TWO_RUN_PROGRAM_FLOORS["H100"] == 0.015
     assert TWO_RUN_PROGRAM_FLOORS["H100"] < PROGRAM_FLOORS["H100"] == program_floor(H100)
-    assert check_bound(program_floor(H100), H100, 2) == (0.015, True)
+    assert check_bound(program_floor(H100), H100, 2) == (0.015, 2)
     assert two_run_program_floor("NVIDIA A100-SXM4-80GB") is None
     assert two_run_program_floor(H200) == TWO_RUN_PROGRAM_FLOORS["H200"] == 0.02
     assert TWO_RUN_PROGRAM_FLOORS["H200"] < PROGRAM_FLOORS["H200"] == program_floor(H200)
     floor = program_floor(H200)
-    assert check_bound(floor, H200, 2) == (0.02, True)
-    assert check_bound(floor, H200, 1) == (floor, False)
+    assert check_bound(floor, H200, 2) == (0.02, 2)
+    assert check_bound(floor, H200, 3) == (0.02, 2)
+    assert check_bound(floor, H200, 1) == (floor, 0)
     # A bound the baseline runs' own spread set is kept.
-    assert check_bound(0.031, H200, 2) == (0.031, False)
-    assert check_bound(0.031, H100, 2) == (0.031, False)
+    assert check_bound(0.031, H200, 2) == (0.031, 0)
+    assert check_bound(0.031, H100, 2) == (0.031, 0)
 
 
 def test_the_two_run_program_floor_covers_the_largest_two_run_move() -> None:
@@ -260,9 +261,9 @@ def test_a_two_run_h200_check_judges_its_program_under_the_two_run_floor() -> No
     runs = tuple(gate / "h200-f" / f"gemms-run{i}.csv.gz" for i in (1, 2))
     both = check(base, detection._read(detection.RunSet(runs))).program
     alone = check(base, detection._read(runs[0])).program
-    assert both is not None and both.bound == 0.02 and both.two_runs
+    assert both is not None and both.bound == 0.02 and both.floor_runs == 2
     assert "bound 2.0% (two runs): " in program_text(both)
-    assert alone is not None and alone.bound == 0.025 and not alone.two_runs
+    assert alone is not None and alone.bound == 0.025 and alone.floor_runs == 0
     assert "(two runs)" not in program_text(alone)
 
 

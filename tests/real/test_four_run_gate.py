@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.metrics.timefloors import four_run_floor_at
+from perfgate.metrics.timefloors import four_run_floor_at, four_run_program_floor
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -106,3 +106,68 @@ def test_no_check_of_four_runs_of_a_sealed_card_raises_a_false_alarm() -> None:
     for kind in ("h100", "h200"):
         got = pooled.trio_tally(kind, pooled.FOUR_RUN_SEALED[kind], 4)
         assert got.checks == 32 and (got.alarms, got.failed) == (0, 0), got.notes
+
+
+# ---------------------------------------------------------------- the four-run program floor
+
+
+@pytest.fixture(scope="module")
+def program_moves() -> dict[tuple[str, int], list[pooled.CardMove]]:
+    return {(k, r): pooled.four_run_program_moves(k, r) for k in ("h100", "h200") for r in (2, 4)}
+
+
+def test_the_program_verdict_of_the_benchmark_is_a_checks() -> None:
+    """pooled.program_verdict records the program time alone: its change and bound are what a
+    full check of the same captures decides, pooled trio and card baselines alike."""
+    from perfgate.verdicts.check import check
+
+    for kind, starts, card, base_runs in (
+        ("h200", ("h200-h", "h200-i", "h200-j"), "h200-xcg2", 3),
+        ("h200", ("h200-xdg0", "h200-xdg1"), "h200-xcg1", 4),
+        ("h100", ("h100-j", "h100-k", "h100-o"), "h100-xbg2", 3),
+    ):
+        for w in pooled.workloads(kind, starts, (card,), runs=4, base_runs=base_runs):
+            files = w.other_start_runs[0]
+            full = check(pooled._baseline(w.baseline_runs), pooled._read(files)).program
+            fast = pooled.program_verdict(w.baseline_runs, files)
+            assert full is not None and fast.change is not None
+            assert (fast.change, fast.bound, fast.floor_runs, fast.state) == pytest.approx(
+                (full.change, full.bound, full.floor_runs, full.state)
+            ), w.name
+
+
+@pytest.mark.parametrize(("kind", "gpu"), [("h100", H100), ("h200", H200)])
+def test_the_four_run_program_floor_sits_midway_and_over_every_four_run_move(
+    program_moves: dict[tuple[str, int], list[pooled.CardMove]], kind: str, gpu: str
+) -> None:
+    """Midway between a false alarm and a missed +3% (3% / 2.03, to 0.05%), and 1.15x over the
+    largest four-run move of every evaluated card: no check of four runs is over its bound."""
+    floor = four_run_program_floor(gpu)
+    assert floor is not None
+    step = pooled.PROGRAM_STEP - 1
+    assert floor == pytest.approx(round(step / (2 + step) / 0.0005) * 0.0005)
+    moves = program_moves[(kind, 4)]
+    assert 1.15 * max(m.move for m in moves) <= floor
+    assert not [m.where for m in moves if m.move > m.bound]
+
+
+def _program_row(gpu: str, runs: int) -> list[str]:
+    section = DOC.split("#### The whole program's time in four runs", 1)[1].split("\n#", 1)[0]
+    line = next(ln for ln in section.splitlines() if ln.startswith(f"| {gpu} | {runs} | "))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+@pytest.mark.parametrize("runs", [2, 4])
+@pytest.mark.parametrize("kind", ["h100", "h200"])
+def test_the_program_table_is_what_the_benchmark_measures(
+    program_moves: dict[tuple[str, int], list[pooled.CardMove]], kind: str, runs: int
+) -> None:
+    moves = program_moves[(kind, runs)]
+    row = _program_row(kind.upper(), runs)
+    up = max(m.move for m in moves)
+    down = min(m.move for m in moves)
+    over = sum(m.move > m.bound for m in moves)
+    missed = sum((1 + m.move) * pooled.PROGRAM_STEP - 1 <= m.bound for m in moves)
+    assert row[2] == f"{len(moves):,}"
+    assert row[3].startswith(f"{up:+.2%} ") and row[4].startswith(f"{down:+.2%} ")
+    assert row[5:7] == [str(over), str(missed)]

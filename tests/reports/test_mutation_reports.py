@@ -59,8 +59,10 @@ def test_a_judged_program_time_reads_as_the_docstring_says() -> None:
         "program GPU time 168.2 us -> 173.4 us (+3.1%, bound 2.0%: regressed; new kernels "
         "1.5 us, missing 2.5 us)"
     )
-    two = ProgramVerdict(R, 168_200.0, 173_400.0, bound=0.02, two_runs=True)
+    two = ProgramVerdict(R, 168_200.0, 173_400.0, bound=0.02, floor_runs=2)
     assert "(+3.1%, bound 2.0% (two runs): regressed;" in program_text(two)
+    four = ProgramVerdict(R, 168_200.0, 173_400.0, bound=0.015, floor_runs=4)
+    assert "(+3.1%, bound 1.5% (four runs): regressed;" in program_text(four)
     unbounded = ProgramVerdict(R, 168_200.0, 173_400.0)
     assert "(+3.1%, regressed;" in program_text(unbounded) and "bound" not in program_text(
         unbounded
