@@ -19,7 +19,7 @@ from perfgate.ingest import read_capture
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import history_detection as hd
-from pooled import FOUR_RUN_CARDS, FOUR_RUN_SEALED
+from pooled import FOUR_RUN_CARDS, FOUR_RUN_SEALED, PROGRAM_SEALED
 from pooled import SEALED as SEALED_FOR_POOLED
 
 TIME = "gpu__time_duration.sum"  # ncu's column: the launch's duration in ns
@@ -144,11 +144,12 @@ def test_the_second_held_back_set_is_every_two_run_gate_start_not_used_before() 
             for gpu in ("H100", "H200")}  # fmt: skip
     assert held == SECOND_HELD_BACK
     # The pooled rule's sealed starts (benchmarks/pooled.py SEALED) and the cards captured
-    # with four runs (FOUR_RUN_CARDS, FOUR_RUN_SEALED) came after this set was evaluated: the
+    # with four runs (FOUR_RUN_CARDS, FOUR_RUN_SEALED, PROGRAM_SEALED) came after this set was
+    # evaluated: the
     # history has not read them, and they wait for its next evaluation.
     later = {
         s
-        for table in (SEALED_FOR_POOLED, FOUR_RUN_CARDS, FOUR_RUN_SEALED)
+        for table in (SEALED_FOR_POOLED, FOUR_RUN_CARDS, FOUR_RUN_SEALED, PROGRAM_SEALED)
         for starts in table.values()
         for s in starts
     }

@@ -35,12 +35,15 @@ SEALED = detection.SEALED_TWO_RUN_STARTS
 # Captured while the pooled (several-start) baseline rule was built, sealed (tests/data/field/
 # gate/README.md): known here by counts and structure only.
 POOLED_SEALED = (*pooled.SEALED["h100"], *pooled.SEALED["h200"])
-# The cards captured with four runs each: tuning data of the four-run floor and the sealed
-# cards of two other hosts (docs/noise.md "Four runs per check").
+# The cards captured with four runs each: tuning data of the four-run floor, the sealed cards
+# of two other hosts, and those sealed for the four-run program floor (docs/noise.md "Four
+# runs per check").
 FOUR_RUN = tuple(
-    c for table in (pooled.FOUR_RUN_CARDS, pooled.FOUR_RUN_SEALED) for k in ("h100", "h200")
+    c
+    for table in (pooled.FOUR_RUN_CARDS, pooled.FOUR_RUN_SEALED, pooled.PROGRAM_SEALED)
+    for k in ("h100", "h200")
     for c in table[k]
-)  # fmt: skip
+)
 NEWER = (*CLOCK_STARTS, *MOE_STARTS, *TWO_RUNS, *SEALED, *POOLED_SEALED, *FOUR_RUN)
 CAPTURES = sorted(CORPUS.glob("*/*.csv.gz"))
 # Inductor's max-autotune re-chooses its kernels on a fresh machine (docs/identity.md): its
@@ -102,7 +105,8 @@ def test_each_four_run_card_is_its_own_start_with_four_runs_of_four_workloads() 
     assert FOUR_RUN == (
         "h100-xag0", "h100-xag1", "h100-xag2", "h100-xag3", "h200-xdg0", "h200-xdg1",
         "h100-xbg0", "h100-xbg1", "h100-xbg2", "h100-xbg3",
-        "h200-xcg0", "h200-xcg1", "h200-xcg2", "h200-xcg3",
+        "h200-xcg0", "h200-xcg1", "h200-xcg2", "h200-xcg3", "h100-xhg0",
+        "h200-xfg0", "h200-xfg1", "h200-xfg2", "h200-xfg3", "h200-xgg0", "h200-xig0",
     )  # fmt: skip
     workloads = {"cuda-graph", "gemms", "hf-encoder", "reductions"}
     starts: set[str | None] = set()
