@@ -58,6 +58,14 @@ deviations (drawn_series): one deviation for one run per point, the best of two 
     python benchmarks/history_detection.py --drift-only    # the drift rule alone, in seconds
     python benchmarks/history_detection.py --runs-per-point 2   # one run per point against two
     python benchmarks/history_detection.py --held-back-gate     # the second held-back set alone
+    python benchmarks/history_detection.py --four-run-cards --runs-per-point 4   # the third
+
+`--four-run-cards`: a third held-back set, the cards captured with four runs each of four
+workloads (FOUR_RUN_CORPORA), none of them used to choose the parameters; with
+`--runs-per-point 4` each point is a check of four capture files (the Action's default
+`program-runs`). Every card holds exactly four runs, so the recorded four-run arm repeats one
+point per card; the drawn arms (one, two and four runs per point, on the same draws) are the
+fair comparison.
 """
 
 from __future__ import annotations
@@ -146,6 +154,22 @@ HELD_BACK_GATE = (
     Corpus("H200 gate, second held-back set", "H200", FIELD / "gate",
            ("h200-g", "h200-h", "h200-i", "h200-j", "h200-k", "h200-l"), "", FIELD_H200,
            partial=True),
+)  # fmt: skip
+
+
+# A third held-back set (--four-run-cards): the cards captured with four runs each of four
+# workloads (benchmarks/pooled.py FOUR_RUN_CARDS, FOUR_RUN_SEALED, PROGRAM_SEALED), every card
+# its own machine start, none read while the parameters were chosen; tests/history/
+# test_history_detection_points.py holds that the lists are every such card.
+FOUR_RUN_WORKLOADS = ("gemms", "hf-encoder", "reductions", "cuda-graph")
+FOUR_RUN_CORPORA = (
+    Corpus("H100 four-run cards", "H100", FIELD / "gate",
+           (*(f"h100-xag{i}" for i in range(4)), *(f"h100-xbg{i}" for i in range(4)),
+            "h100-xhg0"), "", FOUR_RUN_WORKLOADS),
+    Corpus("H200 four-run cards", "H200", FIELD / "gate",
+           ("h200-xdg0", "h200-xdg1", *(f"h200-xcg{i}" for i in range(4)),
+            *(f"h200-xfg{i}" for i in range(4)), "h200-xgg0", "h200-xig0"), "",
+           FOUR_RUN_WORKLOADS),
 )  # fmt: skip
 
 
@@ -305,38 +329,54 @@ def deviations(starts: Sequence[Sequence[float]]) -> list[float]:
     return out
 
 
+def distinct(rng: np.random.Generator, size: int, k: int) -> list[int]:
+    """k distinct indices of range(size), drawn one after another without replacement: the
+    j-th uniform over the size - j indices left (for k = 2: the first, then the second
+    shifted past it)."""
+    out: list[int] = []
+    for j in range(k):
+        pick = int(rng.integers(0, size - j))
+        for taken in sorted(out):
+            pick += pick >= taken
+        out.append(pick)
+    return out
+
+
 def drawn_series(
     starts: Sequence[Sequence[float]],
     at: Sequence[Draw],
     runs_per_point: int,
     rng: np.random.Generator,
     best: Callable[[Sequence[float]], float] = min,
+    draws: int = 2,
 ) -> list[float]:
     """Main's points at the drawn starts, each the start's mean times (1 + a deviation), the
     deviation the best (`best`: the fastest time) of `runs_per_point` deviations drawn from
     the kernel's pooled ones (deviations) without replacement. A recorded start of 2 runs
     holds one pair of runs, which every point of that start would repeat; here each point
-    gets fresh runs, as a CI capturing twice per merge does. The same rng stream for every
-    runs_per_point: one run per point takes the first of the two draws."""
+    gets fresh runs, as a CI capturing twice per merge does. `draws` (at least
+    `runs_per_point`) deviations are drawn per point whatever the arm, so the arms of one
+    evaluation share the stream: one run per point takes the first of them, two the first
+    two."""
     pool = deviations(starts)
     means = [statistics.fmean(runs) for runs in starts]
     out = []
     for start, _ in at:
-        first = int(rng.integers(0, len(pool)))
-        second = int(rng.integers(0, len(pool) - 1))
-        second += second >= first
-        picks = (pool[first], pool[second])[:runs_per_point]
-        out.append(means[start] * (1 + best(picks)))
+        picks = [pool[i] for i in distinct(rng, len(pool), max(draws, runs_per_point))]
+        out.append(means[start] * (1 + best(picks[:runs_per_point])))
     return out
 
 
-def arm_series(ks: KernelSeries, arm: Arm, at: Sequence[Draw], seed: Sequence[int]) -> list[float]:
-    """The series of one arm at the drawn places; `seed`, the drawn arms' deviations' stream."""
+def arm_series(
+    ks: KernelSeries, arm: Arm, at: Sequence[Draw], seed: Sequence[int], draws: int = 2
+) -> list[float]:
+    """The series of one arm at the drawn places; `seed`, the drawn arms' deviations' stream,
+    `draws` deviations per point (drawn_series)."""
     if not arm.drawn:
         return series_of(ks.table(arm.runs), at)
     direction = lookup(ks.metric).direction
     best = max if direction is Direction.LOWER_IS_WORSE else min
-    return drawn_series(ks.starts, at, arm.runs, np.random.default_rng(seed), best)
+    return drawn_series(ks.starts, at, arm.runs, np.random.default_rng(seed), best, draws)
 
 
 def injected(values: Sequence[float], kind: str, direction: Direction) -> list[float]:
@@ -459,8 +499,8 @@ def evaluate(
         plain_at = draw(sizes, WARMUP + UNCHANGED, rng, shape)
         base_at = draw(sizes, T0 + HORIZON, rng, shape)
         for arm in arms:
-            plain = arm_series(ks, arm, plain_at, (seed, i, 1))
-            base = arm_series(ks, arm, base_at, (seed, i, 2))
+            plain = arm_series(ks, arm, plain_at, (seed, i, 1), max(2, shape))
+            base = arm_series(ks, arm, base_at, (seed, i, 2), max(2, shape))
             _tally(tallies, ks, arm, plain, base, find, rule, defn.direction)
     return tallies
 
@@ -545,7 +585,7 @@ def noise(
         rng = np.random.default_rng([seed, i])
         at = draw([len(r) for r in ks.starts], WARMUP + UNCHANGED, rng, max(a.runs for a in arms))
         for arm in arms:
-            values = arm_series(ks, arm, at, (seed, i, 1))
+            values = arm_series(ks, arm, at, (seed, i, 1), max(2, *(a.runs for a in arms)))
             relative = changepoints.spread(values) / abs(statistics.median(values))
             spreads.setdefault((ks.gpu, ORDER.get(ks.band, 9), ks.band, arm), []).append(relative)
     for (gpu, _, band, arm), got in sorted(spreads.items()):
@@ -582,6 +622,11 @@ def main(argv: Sequence[str]) -> int:
         action="store_true",
         help="the second held-back set alone: the two-run gate starts no corpus uses",
     )
+    which.add_argument(
+        "--four-run-cards",
+        action="store_true",
+        help="the third held-back set alone: the cards captured with four runs each",
+    )
     parser.add_argument("--metric", action="append", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cost", action="store_true")
@@ -603,10 +648,10 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--runs-per-point",
         type=int,
-        choices=(1, 2),
+        choices=(1, 2, 4),
         default=1,
-        help="2: each point a check of two capture files, beside one run per point on the same "
-        "starts with two runs or more",
+        help="2 or 4: each point a check of that many capture files, beside one run per point "
+        "on the same starts with that many runs or more",
     )
     args = parser.parse_args(argv)
     global PERSIST
@@ -625,9 +670,17 @@ def main(argv: Sequence[str]) -> int:
     k = args.runs_per_point
     arms: tuple[Arm, ...] = (Arm(1),) if k == 1 else (Arm(1), Arm(k))
     if k > 1 and all(lookup(m).aggregate is Aggregate.FASTEST for m in metrics):
-        arms += (Arm(1, True), Arm(k, True))  # drawn_series takes the best of the runs
-    corpora = HELD_BACK_GATE if args.held_back_gate else CORPORA
-    held_back = args.held_back or args.held_back_gate
+        # drawn_series takes the best of the runs; with four, two beside them on the same draws
+        drawn = (1, 2, k) if k > 2 else (1, k)
+        arms += tuple(Arm(n, True) for n in drawn)
+    corpora = (
+        HELD_BACK_GATE
+        if args.held_back_gate
+        else FOUR_RUN_CORPORA
+        if args.four_run_cards
+        else CORPORA
+    )
+    held_back = args.held_back or args.held_back_gate or args.four_run_cards
     series = [s for c in corpora for s in kernel_series(c, metrics, held_back, k)]
     if args.quick:
         series = series[::4]
@@ -640,6 +693,8 @@ def main(argv: Sequence[str]) -> int:
              f"({', '.join(used)})" if k > 1 else "")  # fmt: skip
     title = ("the second held-back set alone (gate starts never used to choose the parameters)"
              if args.held_back_gate else
+             "the third held-back set alone (cards of four runs, never used to choose them)"
+             if args.four_run_cards else
              "every start, the held-back ones in" if args.held_back else "tuning starts")  # fmt: skip
     print(f"{title}: "
           f"{len(series)} kernel series{where}; {detection}; {rule}; spread {args.drift_spread}, "

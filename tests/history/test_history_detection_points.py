@@ -6,6 +6,7 @@ benchmark, and the hand-made series' points are worked out here."""
 
 from __future__ import annotations
 
+import collections
 import math
 import statistics
 import sys
@@ -176,3 +177,53 @@ def test_a_partial_corpus_leaves_a_start_out_of_the_workloads_it_did_not_capture
     assert hd.kernel_series(lone, ["duration"], held_back=True) == []
     # A corpus that is not partial drops the workload where a start lacks it.
     assert hd.kernel_series(replace(one, partial=False), ["duration"], held_back=True) == []
+
+
+def test_distinct_draws_are_uniform_without_replacement() -> None:
+    rng = np.random.default_rng(5)
+    seen: collections.Counter[int] = collections.Counter()
+    for _ in range(4000):
+        got = hd.distinct(rng, 6, 4)
+        assert len(set(got)) == 4 and all(0 <= i < 6 for i in got)
+        seen.update(got)
+    # Each of 6 indices is in 4 of 6 draws: 2,667 of 4,000 expected, within 4 standard errors.
+    assert all(
+        abs(n - 4000 * 4 / 6) < 4 * math.sqrt(4000 * (4 / 6) * (2 / 6)) for n in seen.values()
+    )
+    assert sorted(seen) == list(range(6))
+
+
+def test_four_drawn_runs_per_point_share_the_stream_and_take_the_fastest() -> None:
+    """drawn_series with draws=4: every arm draws four deviations per point, one run per
+    point takes the first, two the faster of the first two, four the fastest of all."""
+    starts = ((100.0, 104.0, 102.0, 101.0), (110.0, 106.0, 107.0, 108.0))
+    pool = hd.deviations(starts)
+    at = [(0, 0), (1, 0), (1, 1), (0, 2)] * 10
+    arms = {n: hd.drawn_series(starts, at, n, np.random.default_rng(7), draws=4) for n in (1, 2, 4)}
+    rng = np.random.default_rng(7)
+    means = [statistics.fmean(runs) for runs in starts]
+    for i, (s, _) in enumerate(at):
+        picks = [pool[j] for j in hd.distinct(rng, len(pool), 4)]
+        for n in (1, 2, 4):
+            assert arms[n][i] == pytest.approx(means[s] * (1 + min(picks[:n])))
+        assert arms[4][i] <= arms[2][i] <= arms[1][i]
+
+
+def test_the_third_held_back_set_is_every_four_run_card() -> None:
+    """--four-run-cards: every card captured with four runs each (benchmarks/pooled.py), each
+    holding four runs of every workload of the set; none is in the other corpora."""
+    cards = {
+        gpu: {s for table in (FOUR_RUN_CARDS, FOUR_RUN_SEALED, PROGRAM_SEALED)
+              for s in table[gpu.lower()]}
+        for gpu in ("H100", "H200")
+    }  # fmt: skip
+    for corpus in hd.FOUR_RUN_CORPORA:
+        assert set(corpus.starts) == cards[corpus.gpu] and len(corpus.starts) == len(
+            cards[corpus.gpu]
+        )
+        assert corpus.held_back == "" and not corpus.partial
+        for s in corpus.starts:
+            for w in corpus.workloads:
+                assert len(hd._runs(corpus.folder / s, w)) == 4, (s, w)
+    used = {s for c in (*hd.CORPORA, *hd.HELD_BACK_GATE) for s in c.starts}
+    assert not used & {s for c in hd.FOUR_RUN_CORPORA for s in c.starts}
