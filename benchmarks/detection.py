@@ -463,14 +463,19 @@ def one_run_checks(workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
 
 
 @functools.cache
-def _baseline(runs: tuple[Path, ...]) -> Baseline:
-    """The baseline `perfgate baseline record` writes from `runs`. Runs of several starts are
-    pooled over them (perfgate.lifecycle.pooled), each start the folder it lies in, as each
-    capture's sidecar says with its `machine_start` (the corpus's older sidecars lack it)."""
+def baseline_capture(runs: tuple[Path, ...]) -> Capture:
+    """`runs` read as one capture to record. Runs of several starts are pooled over them
+    (perfgate.lifecycle.pooled), each start the folder it lies in, as each capture's sidecar
+    says with its `machine_start` (the corpus's older sidecars lack it)."""
     capture = merge([_read(p) for p in runs])
     if len({p.parent for p in runs}) > 1:
         capture = replace(capture, starts=tuple((str(p), p.parent.name) for p in runs))
-    return record(capture, RecordSettings()).baseline
+    return capture
+
+
+def _baseline(runs: tuple[Path, ...]) -> Baseline:
+    """The baseline `perfgate baseline record` writes from `runs` (baseline_capture)."""
+    return record(baseline_capture(runs), RecordSettings()).baseline
 
 
 def _targets(base: Baseline, cap: Capture) -> Iterator[tuple[tuple[Launch, ...], KernelBaseline]]:

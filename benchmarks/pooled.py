@@ -38,7 +38,7 @@ import itertools
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,11 +60,11 @@ from detection import (  # noqa: E402
     _read,
     _targets,
     _unchanged,
+    baseline_capture,
 )
 
 import perfgate.verdicts.check as check_module  # noqa: E402
 from perfgate.baseline.model import Baseline  # noqa: E402
-from perfgate.ingest.launches import merge  # noqa: E402
 from perfgate.judge.comparison import State  # noqa: E402
 from perfgate.lifecycle.pooled import starts_of  # noqa: E402
 from perfgate.lifecycle.program import record_program  # noqa: E402
@@ -512,9 +512,7 @@ def program_baseline(runs: tuple[Path, ...]) -> Baseline:
     """The whole-program time `_baseline` records from `runs`, alone (no kernel): its program
     verdict is a check's (tests/real/test_four_run_gate.py holds both equal), at a fraction of
     the cost of recording every kernel."""
-    capture = merge([_read(p) for p in runs])
-    if len({p.parent for p in runs}) > 1:
-        capture = replace(capture, starts=tuple((str(p), p.parent.name) for p in runs))
+    capture = baseline_capture(runs)
     starts, _ = starts_of(capture)
     return Baseline((), program=record_program(capture, starts.by_file if starts else None))
 
@@ -548,6 +546,28 @@ def four_run_program_moves(kind: str, runs: int, sealed: Sequence[str] = ()) -> 
     return out
 
 
+@dataclass(frozen=True)
+class ProgramSummary:
+    """A table row of four_run_program_table: the checks, the largest move each way, how many
+    were over the bound they were judged under and how many would miss +3%."""
+
+    checks: int
+    up: CardMove
+    down: CardMove
+    over: int
+    missed: int
+
+
+def program_summary(ms: Sequence[CardMove]) -> ProgramSummary:
+    return ProgramSummary(
+        len(ms),
+        max(ms, key=lambda m: m.move),
+        min(ms, key=lambda m: m.move),
+        sum(m.move > m.bound for m in ms),
+        sum((1 + m.move) * PROGRAM_STEP - 1 <= m.bound for m in ms),
+    )
+
+
 def four_run_program_table(kind: str, sealed: Sequence[str] = ()) -> None:
     """The four-run program floor's data (or, with `sealed`, its held-back evaluation): how far
     the whole program moved, both ways, against every baseline of four_run_program_moves."""
@@ -558,13 +578,9 @@ def four_run_program_table(kind: str, sealed: Sequence[str] = ()) -> None:
           "+3% missed |")  # fmt: skip
     print("|---|---|---|---|---|---|")
     for runs in (2, 4):
-        ms = four_run_program_moves(kind, runs, sealed)
-        up = max(ms, key=lambda m: m.move)
-        down = min(ms, key=lambda m: m.move)
-        over = sum(m.move > m.bound for m in ms)
-        missed = sum((1 + m.move) * PROGRAM_STEP - 1 <= m.bound for m in ms)
-        print(f"| {runs} | {len(ms)} | {up.move:+.2%} ({up.where}) | {down.move:+.2%} "
-              f"({down.where}) | {over} | {missed} |")  # fmt: skip
+        t = program_summary(four_run_program_moves(kind, runs, sealed))
+        print(f"| {runs} | {t.checks} | {t.up.move:+.2%} ({t.up.where}) | {t.down.move:+.2%} "
+              f"({t.down.where}) | {t.over} | {t.missed} |")  # fmt: skip
     print(f"\nThe four-run program floor of {kind.upper()}: {floor:.2%}")
 
 

@@ -182,11 +182,8 @@ def _program_row(
 
 def _program_cells(moves: list[pooled.CardMove]) -> tuple[str, str, str, str, str]:
     """The table's checks, largest slower and faster (the percentage), over and missed."""
-    up = max(m.move for m in moves)
-    down = min(m.move for m in moves)
-    over = sum(m.move > m.bound for m in moves)
-    missed = sum((1 + m.move) * pooled.PROGRAM_STEP - 1 <= m.bound for m in moves)
-    return f"{len(moves):,}", f"{up:+.2%}", f"{down:+.2%}", str(over), str(missed)
+    t = pooled.program_summary(moves)
+    return f"{t.checks:,}", f"{t.up.move:+.2%}", f"{t.down.move:+.2%}", str(t.over), str(t.missed)
 
 
 def _read_cells(row: list[str]) -> tuple[str, str, str, str, str]:
