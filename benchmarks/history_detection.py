@@ -59,9 +59,22 @@ deviations (drawn_series): one deviation for one run per point, the best of two 
     python benchmarks/history_detection.py --runs-per-point 2   # one run per point against two
     python benchmarks/history_detection.py --held-back-gate     # the second held-back set alone
     python benchmarks/history_detection.py --four-run-cards --runs-per-point 4   # the third
+    python benchmarks/history_detection.py --four-run-cards --runs-per-point 4 --model-check
+    python benchmarks/history_detection.py --runs-per-point 2 --drawn-four --drawn-centre best
+    python benchmarks/history_detection.py --drift-level-runs 1   # the value alone, as before
+
+`--drawn-centre best`: the drawn arms take each start's level at its best run (the fastest
+time) and draw every point's runs from the kernel's deviations from their start's best run
+(best_deviations), rather than the start's mean and the deviations from it: a mean carries the
+start's slow runs, so a level taken there with a fresh deviation on top counts the run-to-run
+noise twice. `--model-check` measures both against the recorded points of starts of four runs
+(docs/history.md). `--drawn-four`: with `--runs-per-point 2`, an arm of four drawn runs per
+point beside them, on the tuning starts (none of which holds four runs).
 
 `--four-run-cards`: a third held-back set, the cards captured with four runs each of four
-workloads (FOUR_RUN_CORPORA), none of them used to choose the parameters; with
+workloads (FOUR_RUN_CORPORA), none of them used to choose the parameters until they were
+evaluated; then the level of the newest runs (DriftRule.level_runs, level_spreads) was chosen
+on them and the tuning starts, with `--drawn-centre best`; with
 `--runs-per-point 4` each point is a check of four capture files (the Action's default
 `program-runs`). Every card holds exactly four runs, so the recorded four-run arm repeats one
 point per card; the drawn arms (one, two and four runs per point, on the same draws) are the
@@ -329,6 +342,23 @@ def deviations(starts: Sequence[Sequence[float]]) -> list[float]:
     return out
 
 
+def best_deviations(
+    starts: Sequence[Sequence[float]], best: Callable[[Sequence[float]], float] = min
+) -> list[float]:
+    """Every run's relative deviation from its start's best run (`best`: the fastest time),
+    over the starts of two runs or more: 0 for that run, and how much worse each other run
+    was. A start's mean carries its slow runs, so a level taken there and a fresh deviation
+    added to it count the run-to-run noise twice; a point that keeps the fastest of several
+    runs is what the best run is the level of (--model-check measures both against the
+    cards' real points)."""
+    out: list[float] = []
+    for runs in starts:
+        centre = best(runs)
+        if len(runs) > 1 and centre:
+            out += [v / centre - 1 for v in runs]
+    return out
+
+
 def distinct(rng: np.random.Generator, size: int, k: int) -> list[int]:
     """k distinct indices of range(size), drawn one after another without replacement: the
     j-th uniform over the size - j indices left (for k = 2: the first, then the second
@@ -349,6 +379,7 @@ def drawn_series(
     rng: np.random.Generator,
     best: Callable[[Sequence[float]], float] = min,
     draws: int = 2,
+    centre: str = "mean",
 ) -> list[float]:
     """Main's points at the drawn starts, each the start's mean times (1 + a deviation), the
     deviation the best (`best`: the fastest time) of `runs_per_point` deviations drawn from
@@ -357,26 +388,35 @@ def drawn_series(
     gets fresh runs, as a CI capturing twice per merge does. `draws` (at least
     `runs_per_point`) deviations are drawn per point whatever the arm, so the arms of one
     evaluation share the stream: one run per point takes the first of them, two the first
-    two."""
-    pool = deviations(starts)
-    means = [statistics.fmean(runs) for runs in starts]
+    two. `centre` "best": each start's level is its best run and the deviations are
+    best_deviations (--drawn-centre best); "mean", its mean and `deviations`."""
+    if centre == "best":
+        pool = best_deviations(starts, best)
+        levels = [best(runs) for runs in starts]
+    else:
+        pool = deviations(starts)
+        levels = [statistics.fmean(runs) for runs in starts]
     out = []
     for start, _ in at:
         picks = [pool[i] for i in distinct(rng, len(pool), max(draws, runs_per_point))]
-        out.append(means[start] * (1 + best(picks[:runs_per_point])))
+        out.append(levels[start] * (1 + best(picks[:runs_per_point])))
     return out
+
+
+DRAWN_CENTRE = "mean"  # --drawn-centre
 
 
 def arm_series(
     ks: KernelSeries, arm: Arm, at: Sequence[Draw], seed: Sequence[int], draws: int = 2
 ) -> list[float]:
     """The series of one arm at the drawn places; `seed`, the drawn arms' deviations' stream,
-    `draws` deviations per point (drawn_series)."""
+    `draws` deviations per point (drawn_series), centred as DRAWN_CENTRE says."""
     if not arm.drawn:
         return series_of(ks.table(arm.runs), at)
     direction = lookup(ks.metric).direction
     best = max if direction is Direction.LOWER_IS_WORSE else min
-    return drawn_series(ks.starts, at, arm.runs, np.random.default_rng(seed), best, draws)
+    rng = np.random.default_rng(seed)
+    return drawn_series(ks.starts, at, arm.runs, rng, best, draws, DRAWN_CENTRE)
 
 
 def injected(values: Sequence[float], kind: str, direction: Direction) -> list[float]:
@@ -595,6 +635,46 @@ def noise(
             f"{float(np.percentile(got, 75)):.2%} | {beyond:.0%} |")  # fmt: skip
 
 
+MODEL_DRAWS = 3000  # points per kernel and k in --model-check
+
+
+def model_check(all_series: Sequence[KernelSeries], seed: int, out: Callable[[str], None]) -> None:
+    """How faithful the drawn arms are: per GPU, duration band and runs per point k, the spread
+    across starts (relative standard deviation) of a point of k runs as recorded (the best of
+    k distinct runs of a start drawn at random, real runs only) against the same point drawn
+    from the start's mean and `deviations` and from its best run and `best_deviations`, on the
+    same draws of starts. Medians over the kernels, and of each kernel's ratio to the real
+    spread. Starts of four runs or more only: every k of 1, 2 and 4 is then a real point."""
+    out("| GPU | duration band | series | runs per point | recorded | drawn from the mean "
+        "| drawn from the best run | ratio, mean | ratio, best run |")  # fmt: skip
+    out("|---|---|---|---|---|---|---|---|---|")
+    rows: dict[tuple[str, int, str, int], list[tuple[float, float, float]]] = {}
+    for i, ks in enumerate(all_series):
+        starts = [runs for runs in ks.starts if len(runs) >= 4]
+        if len(starts) < 2:
+            continue
+        best = max if lookup(ks.metric).direction is Direction.LOWER_IS_WORSE else min
+        for k in (1, 2, 4):
+            rng = np.random.default_rng([seed, i, k])
+            at = [(int(rng.integers(0, len(starts))), 0) for _ in range(MODEL_DRAWS)]
+            real = [best([starts[s][j] for j in distinct(rng, len(starts[s]), k)]) for s, _ in at]
+            centre = statistics.median(real)
+            got = [float(np.std([v / centre - 1 for v in real]))]
+            for how in ("mean", "best"):
+                drawn = drawn_series(starts, at, k, np.random.default_rng([seed, i, k, 1]),
+                                     best, 4, how)  # fmt: skip
+                got.append(float(np.std([v / centre - 1 for v in drawn])))
+            key = (ks.gpu, ORDER.get(ks.band, 9), ks.band, k)
+            rows.setdefault(key, []).append((got[0], got[1], got[2]))
+    for (gpu, _, band, k), got in sorted(rows.items()):
+        a = np.array(got)
+        real = a[:, 0]
+        ratios = [float(np.median(a[real > 0, j] / real[real > 0])) for j in (1, 2)]
+        out(f"| {gpu} | {band} | {len(got)} | {k} | {np.median(a[:, 0]):.2%} | "
+            f"{np.median(a[:, 1]):.2%} | {np.median(a[:, 2]):.2%} | {ratios[0]:.2f} | "
+            f"{ratios[1]:.2f} |")  # fmt: skip
+
+
 def cost(out: Callable[[str], None]) -> None:
     """Seconds for change_points on series of n runs: unchanged (real H100 decoder-kernel
     noise shape: Student t, 3 degrees of freedom, 0.5%) and with two levels."""
@@ -631,6 +711,23 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cost", action="store_true")
     parser.add_argument("--noise", action="store_true", help="one run's spread per band")
+    parser.add_argument(
+        "--model-check",
+        action="store_true",
+        help="the drawn arms' spread against the recorded points', on starts of four runs",
+    )
+    parser.add_argument(
+        "--drawn-four",
+        action="store_true",
+        help="with --runs-per-point 2, an arm of four drawn runs per point beside them (every "
+        "arm then on draws shaped for four: a start of fewer runs gives one point at a time)",
+    )
+    parser.add_argument(
+        "--drawn-centre",
+        choices=("mean", "best"),
+        default="mean",
+        help="the drawn arms' level per start: its mean, or its best run (the fastest time)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--significance", type=float, default=DEFAULT.significance)
     parser.add_argument("--min-size", type=int, default=DEFAULT.min_size)
@@ -639,6 +736,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--drift-spreads", type=float, default=DEFAULT_DRIFT.spreads)
     parser.add_argument("--drift-floor", type=float, default=DEFAULT_DRIFT.floor)
     parser.add_argument("--drift-persist", type=int, default=1)
+    parser.add_argument("--drift-level-runs", type=int, default=DEFAULT_DRIFT.level_runs)
+    parser.add_argument("--drift-level-spreads", type=float, default=DEFAULT_DRIFT.level_spreads)
     parser.add_argument(
         "--drift-spread", choices=("mean-square", "mean-absolute"), default="mean-square"
     )
@@ -654,8 +753,9 @@ def main(argv: Sequence[str]) -> int:
         "on the same starts with that many runs or more",
     )
     args = parser.parse_args(argv)
-    global PERSIST
+    global PERSIST, DRAWN_CENTRE
     PERSIST = args.drift_persist
+    DRAWN_CENTRE = args.drawn_centre
     if args.drift_spread == "mean-absolute":  # the rule's own estimator, replaced for a run
         changepoints.spread = mean_absolute_spread
     if args.cost:
@@ -665,13 +765,14 @@ def main(argv: Sequence[str]) -> int:
     detection = replace(DEFAULT, significance=args.significance, min_size=args.min_size,
                         min_change=args.min_change)  # fmt: skip
     rule = replace(DEFAULT_DRIFT, runs=args.drift_runs, spreads=args.drift_spreads,
-                   floor=args.drift_floor)  # fmt: skip
+                   floor=args.drift_floor, level_runs=args.drift_level_runs,
+                   level_spreads=args.drift_level_spreads)  # fmt: skip
     began = time.monotonic()
     k = args.runs_per_point
     arms: tuple[Arm, ...] = (Arm(1),) if k == 1 else (Arm(1), Arm(k))
     if k > 1 and all(lookup(m).aggregate is Aggregate.FASTEST for m in metrics):
         # drawn_series takes the best of the runs; with four, two beside them on the same draws
-        drawn = (1, 2, k) if k > 2 else (1, k)
+        drawn = (1, 2, k) if k > 2 else (1, k, 4) if args.drawn_four else (1, k)
         arms += tuple(Arm(n, True) for n in drawn)
     corpora = (
         HELD_BACK_GATE
@@ -687,13 +788,17 @@ def main(argv: Sequence[str]) -> int:
     if args.noise:
         noise(series, args.seed, print, arms)
         return 0
+    if args.model_check:
+        model_check(series, args.seed, print)
+        return 0
     tallies = evaluate(series, detection, rule, args.seed, not args.drift_only, arms)
     used = sorted({s.corpus for s in series}, key=[c.label for c in corpora].index)
     where = (f"; starts of {k} runs or more, one run per point against {k} on the same draws "
              f"({', '.join(used)})" if k > 1 else "")  # fmt: skip
     title = ("the second held-back set alone (gate starts never used to choose the parameters)"
              if args.held_back_gate else
-             "the third held-back set alone (cards of four runs, never used to choose them)"
+             "the third held-back set alone (cards of four runs: the level of the newest runs "
+             "was chosen on them)"
              if args.four_run_cards else
              "every start, the held-back ones in" if args.held_back else "tuning starts")  # fmt: skip
     print(f"{title}: "

@@ -333,6 +333,15 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         "perfgate/judge/rules.py": frozenset({"word_noise"}),
         "perfgate/ncu/machine.py": frozenset({"visible_uuids", "machine_start"}),
     },
+    # The history's drift rule (docs/history.md "Drift"): the value and the level of the newest
+    # runs held to the branch's recent runs, what counts against the build, and its words.
+    "drift": {
+        "perfgate/history/changepoints.py": frozenset(
+            {"drift", "_limit", "_worse", "_level", "DriftRule", "spread"}
+        ),
+        "perfgate/history/detect.py": frozenset({"drift_gates", "_drift", "held_to_history"}),
+        "perfgate/history/detect_report.py": frozenset({"drift_lines", "_level"}),
+    },
     "four-run-program": {
         "perfgate/judge/program.py": frozenset({"check_bound", "_SAME_BOUND"}),
         "perfgate/metrics/timefloors.py": frozenset(
@@ -382,7 +391,18 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
 # serves the fail-closed run (test_corpus and test_two_phase, 90 s together, decide nothing
 # issue 33 added); test_check (14 s), in both lists, judges earlier issues' verdicts, not the
 # pairing of sizes and renumbered fusions, the evidence notes or the autotuner's ordering.
+_DRIFT_TESTS = (
+    "tests/history/test_history_changepoints.py", "tests/history/test_history_json.py",
+    "tests/history/test_history_drift_level.py",
+)  # fmt: skip
 SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "drift": {
+        module: _DRIFT_TESTS
+        for module in (
+            "perfgate/history/changepoints.py", "perfgate/history/detect.py",
+            "perfgate/history/detect_report.py",
+        )
+    },
     # grouping's list in MODULES serves the issue33 selection (split_work); the ids, the NVTX
     # ranges and the pairing of work classes are read by the identity and matching tests too.
     "deciding": {

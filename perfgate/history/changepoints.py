@@ -31,8 +31,12 @@ The drift rule holds one value to main's recent history: the median of the last 
 values and their spread, estimated from the differences of consecutive runs (a slow drift
 within the window moves each difference little, so it does not widen the spread it is judged
 against). The value is flagged when it stands beyond `spreads` spreads and `floor` of the
-median, in the metric's worse direction. docs/history.md gives the figures that chose every
-default here (benchmarks/history_detection.py)."""
+median, in the metric's worse direction. It also holds the level of the newest `level_runs`
+runs, the value and the runs just before it: their mean against the median of the `runs` runs
+before them, with the same number of spreads of that mean (the spread over the square root of
+`level_runs`) and the same floor. A kernel whose runs move by a few percent from one machine
+start to the next hides a +5% step in any one run, not in the mean of three. docs/history.md
+gives the figures that chose every default here (benchmarks/history_detection.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -66,6 +70,28 @@ class DriftRule:
     spreads: float = 3.0  # the value may stand this many spreads from their median
     floor: float = 0.03  # ... and at least this fraction of it
     min_runs: int = 10  # fewer runs kept: the rule does not judge
+    level_runs: int = 3  # the newest runs whose mean is held too (1: the value alone)
+    level_spreads: float = 3.5  # the mean may stand this many of its spreads from the median
+
+    def exact(self) -> DriftRule:
+        """The rule of an exact counter, which does not move between runs of one build: any
+        move of the value the worse way, the value alone."""
+        return replace(self, spreads=0.0, floor=0.0, level_runs=1, level_spreads=0.0)
+
+
+@dataclass(frozen=True)
+class Level:
+    """The mean of the newest runs (the value and the runs just before it) held to the median
+    of the runs before them."""
+
+    runs: int  # how many newest runs the mean is of
+    mean: float
+    median: float  # of the runs before them
+    spread: float  # sigma of one run of those, from consecutive differences
+    reference: int  # how many runs the median and spread come from
+    change: float  # (mean - median) / |median|
+    limit: float  # the relative move of the mean allowed in the worse direction
+    drifted: bool  # the mean moved beyond it, and the value at least half as far
 
 
 @dataclass(frozen=True)
@@ -75,7 +101,9 @@ class DriftResult:
     runs: int  # how many runs the median and spread come from
     change: float  # (value - median) / |median|; inf when the median is 0 and the value not
     limit: float  # the relative move allowed in the worse direction
-    drifted: bool  # moved beyond the limit in the worse direction
+    drifted: bool  # the value, or the level of the newest runs, moved beyond its limit
+    level: Level | None = None  # the newest runs' mean; None where too few runs are kept
+    alone: bool = False  # the value by itself moved beyond `limit`
 
 
 DEFAULT = Detection()
@@ -274,11 +302,47 @@ def drift(
     median = statistics.median(recent)
     sigma = spread(recent)
     change = relative(value, median)
-    limit = max(rule.floor, rule.spreads * sigma / abs(median) if median else 0.0)
+    limit = _limit(rule, sigma, median, 1)
+    alone = _worse(change, direction) > limit
+    level = _level(history, value, direction, rule)
+    drifted = alone or (level is not None and level.drifted)
+    return DriftResult(median, sigma, len(recent), change, limit, drifted, level, alone)
+
+
+def _limit(rule: DriftRule, sigma: float, median: float, runs: int) -> float:
+    """The relative move allowed to the mean of `runs` runs: `spreads` times its spread (one
+    run's over sqrt(runs)), and `floor` at least."""
+    spreads = rule.spreads if runs == 1 else rule.level_spreads
+    return max(rule.floor, spreads * sigma / math.sqrt(runs) / abs(median) if median else 0.0)
+
+
+def _worse(change: float, direction: Direction) -> float:
     if direction is Direction.HIGHER_IS_WORSE:
-        worse = change
-    elif direction is Direction.LOWER_IS_WORSE:
-        worse = -change
-    else:
-        worse = abs(change)
-    return DriftResult(median, sigma, len(recent), change, limit, worse > limit)
+        return change
+    if direction is Direction.LOWER_IS_WORSE:
+        return -change
+    return abs(change)
+
+
+def _level(
+    history: Sequence[float], value: float, direction: Direction, rule: DriftRule
+) -> Level | None:
+    """The newest `rule.level_runs` runs (the value and those just before it) held to the
+    `rule.runs` runs before them; None for a rule of one run or too few runs kept. The value
+    itself must stand at least halfway from that median to the mean, the worse way: it belongs
+    to the new level, and a run back at the old one is not flagged for the runs before it."""
+    k = rule.level_runs
+    if k < 2 or len(history) < k - 1:
+        return None
+    newest = [*history[len(history) - (k - 1) :], value]
+    reference = list(history[: len(history) - (k - 1)][-rule.runs :])
+    if len(reference) < rule.min_runs:
+        return None
+    median = statistics.median(reference)
+    sigma = spread(reference)
+    mean = statistics.fmean(newest)
+    change = relative(mean, median)
+    limit = _limit(rule, sigma, median, k)
+    moved = _worse(change, direction)
+    drifted = moved > limit and _worse(relative(value, median), direction) >= moved / 2
+    return Level(k, mean, median, sigma, len(reference), change, limit, drifted)

@@ -71,6 +71,14 @@ def gates(metric: str, before: float, after: float) -> bool:
     return True
 
 
+def drift_gates(metric: str, result: DriftResult, value: float) -> bool:
+    """Whether a flagged drift counts on its own: the value's move where it was flagged by
+    itself, else the move of the newest runs' mean that flagged it."""
+    if result.alone or result.level is None:
+        return gates(metric, result.median, value)
+    return gates(metric, result.level.median, result.level.mean)
+
+
 def is_worse(change: float, direction: Direction) -> bool:
     if direction is Direction.HIGHER_IS_WORSE:
         return change > 0
@@ -290,10 +298,10 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
         kind = kind_of(key[2])
         rule = request.rule
         if kind.exact:  # a counter that does not move between runs: any move is one
-            rule = DriftRule(rule.runs, 0.0, 0.0, rule.min_runs)
+            rule = rule.exact()
         got = drift(kept.values, point.value, kind.direction, rule)
         if got is not None and got.drifted:
-            flags.append(DriftFlag(kept, point, got, gates(key[2], got.median, point.value)))
+            flags.append(DriftFlag(kept, point, got, drift_gates(key[2], got, point.value)))
     return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), judged.context)
 
 
@@ -345,7 +353,7 @@ def held_to_history(
                 ]  # fmt: skip
                 held = rule
                 if kind.exact:  # a counter that does not move between runs: any move is one
-                    held = DriftRule(rule.runs, 0.0, 0.0, rule.min_runs)
+                    held = rule.exact()
                 got = drift([p.value for p in earlier], m.value, kind.direction, held)
                 if got is None or not got.drifted:
                     continue
@@ -353,7 +361,7 @@ def held_to_history(
                                k.state, k.finding)  # fmt: skip
                 history = KeptSeries(result.fingerprint, k.kernel, kept.name, m.metric, m.unit,
                                      tuple(earlier))  # fmt: skip
-                flags.append(DriftFlag(history, run, got, gates(m.metric, got.median, m.value)))
+                flags.append(DriftFlag(history, run, got, drift_gates(m.metric, got, m.value)))
     # In `detect --drift`'s order: by fingerprint, kernel, metric.
     return tuple(sorted(flags, key=_order))
 

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from perfgate.common.escape import log_line
+from perfgate.history.changepoints import Level
 from perfgate.history.detect import ChangePoint, Detected, DriftFlag, RunPoint
 from perfgate.history.model import RunContext
 
@@ -59,13 +60,20 @@ def drift_lines(d: DriftFlag) -> list[str]:
     finding in that run."""
     s, r = d.series, d.result
     unit = f" {s.unit}" if s.unit else ""
-    return [
+    judged = "worse" if d.gates else "worse, evidence only"
+    lines = [
         f"  {s.kernel} {s.metric}: {_number(d.run.value)}{unit} against a median of "
         f"{_number(r.median)}{unit} over the last {r.runs} runs ({_percent(r.change)}, limit "
-        f"{r.limit * 100:.1f}%, {'worse' if d.gates else 'worse, evidence only'}) on "
-        f"{s.fingerprint.describe()}",
-        f"    {_cause(d.run)}",
+        f"{r.limit * 100:.1f}%{', ' + judged if r.alone else ''}) on {s.fingerprint.describe()}",
     ]
+    level = r.level
+    if level is not None and level.drifted:
+        lines.append(
+            f"    the mean of its last {level.runs} runs: {_number(level.mean)}{unit} against a "
+            f"median of {_number(level.median)}{unit} over the {level.reference} runs before "
+            f"them ({_percent(level.change)}, limit {level.limit * 100:.1f}%, {judged})"
+        )
+    return [*lines, f"    {_cause(d.run)}"]
 
 
 def _branch(found: Detected) -> str:
@@ -101,6 +109,14 @@ def _point(p: RunPoint) -> dict[str, Any]:
 
 def _finite(v: float) -> float | None:
     return v if math.isfinite(v) else None
+
+
+def _level(level: Level | None) -> dict[str, Any] | None:
+    if level is None:
+        return None
+    doc = asdict(level)
+    doc["change"] = _finite(level.change)
+    return doc
 
 
 def to_json(found: Detected) -> str:
@@ -143,6 +159,8 @@ def to_json(found: Detected) -> str:
                 "runs": d.result.runs,
                 "change": _finite(d.result.change),
                 "limit": d.result.limit,
+                "alone": d.result.alone,
+                "level": _level(d.result.level),
                 "gates": d.gates,
                 "finding": _point(d.run)["finding"],
             }

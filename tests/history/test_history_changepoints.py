@@ -213,6 +213,69 @@ def test_the_drift_rule_judges_the_worse_direction_only_and_needs_enough_runs() 
     assert not cp.drift(history, 102.5, Direction.ANY_CHANGE).drifted  # type: ignore[union-attr]
 
 
+# A noisy kernel's history: consecutive runs 4 apart, so one run's spread is sqrt(16 / 2) and
+# one run may stand 3 x 2.83 = 8.5% above the median of 100 before it is flagged.
+JUMPY = [98.0, 102.0] * 15
+JUMPY_SIGMA = float(np.sqrt(16 / 2))
+
+
+def _level_limit(rule: cp.DriftRule, runs: int = 3) -> float:
+    return max(rule.floor, rule.level_spreads * JUMPY_SIGMA / np.sqrt(runs) / 100)
+
+
+def test_the_level_of_the_newest_runs_catches_a_step_one_run_hides() -> None:
+    rule = cp.DEFAULT_DRIFT
+    step = 1 + (_level_limit(rule) + 8.5 / 100) / 2  # past the level's limit, within one run's
+    assert rule.level_runs == 3 and _level_limit(rule) < step - 1 < 0.085
+    values = [*JUMPY, 100 * step, 100 * step, 100 * step]
+    first = cp.drift(values[:30], values[30], Direction.HIGHER_IS_WORSE, rule)
+    third = cp.drift(values[:32], values[32], Direction.HIGHER_IS_WORSE, rule)
+    assert first is not None and not first.drifted and not first.alone
+    assert third is not None and third.drifted and not third.alone
+    assert first.limit == pytest.approx(3 * JUMPY_SIGMA / 100)  # the value alone: 8.5%
+    level = third.level
+    assert level is not None and level.drifted
+    assert (level.runs, level.reference) == (3, 30)
+    assert (level.mean, level.median) == (pytest.approx(100 * step), 100.0)
+    assert level.spread == pytest.approx(JUMPY_SIGMA)
+    assert level.limit == pytest.approx(_level_limit(rule))
+    assert level.change == pytest.approx(step - 1)
+    # One run per level: the value alone, which the step does not pass.
+    alone = cp.drift(values[:32], values[32], Direction.HIGHER_IS_WORSE,
+                     cp.DriftRule(level_runs=1))  # fmt: skip
+    assert alone is not None and not alone.drifted and alone.level is None
+    # In the better direction the same move is no drift.
+    assert not cp.drift(values[:32], values[32], Direction.LOWER_IS_WORSE, rule).drifted  # type: ignore[union-attr]
+
+
+def test_a_run_back_at_the_old_level_is_not_flagged_for_the_runs_before_it() -> None:
+    rule = cp.DEFAULT_DRIFT
+    values = [*JUMPY, 112.0, 112.0]
+    for value in (99.0, 100.5, 104.0):
+        back = cp.drift(values, value, Direction.HIGHER_IS_WORSE, rule)
+        assert back is not None and back.level is not None
+        assert back.level.change > back.level.limit  # the mean is past its limit ...
+        # ... but the value is nearer the old level than the mean: (112 + 112 + 104) / 3 is
+        # 109.3, and 104 is 4% of the 9.3% from the median.
+        assert not back.level.drifted and not back.drifted, value
+    still = cp.drift(values, 105.0, Direction.HIGHER_IS_WORSE, rule)  # 5% of 9.7%
+    assert still is not None and still.level is not None and still.level.drifted
+
+
+def test_the_level_needs_its_own_reference_runs_and_an_exact_counter_has_none() -> None:
+    history = [100.0, 101, 99, 100, 102, 98, 100, 101, 99, 100, 100]
+    got = cp.drift(history, 100.0, Direction.HIGHER_IS_WORSE)
+    # 11 runs kept: the value is judged against all of them; its level against the 9 before
+    # the newest two, fewer than min_runs.
+    assert got is not None and got.runs == 11 and got.level is None
+    got = cp.drift([*history, 100.0], 100.0, Direction.HIGHER_IS_WORSE)
+    assert got is not None and got.level is not None and got.level.reference == 10
+    exact = cp.DEFAULT_DRIFT.exact()
+    assert (exact.spreads, exact.floor, exact.level_runs) == (0.0, 0.0, 1)
+    moved = cp.drift([5.0] * 30, 6.0, Direction.HIGHER_IS_WORSE, exact)
+    assert moved is not None and moved.drifted and moved.alone and moved.level is None
+
+
 def test_the_spread_is_not_widened_by_the_drift_it_judges() -> None:
     ramp = [100.0 + i for i in range(30)]  # +1 a run: a drift with no noise
     assert cp.spread(ramp) == pytest.approx(np.sqrt(0.5))

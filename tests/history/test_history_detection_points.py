@@ -227,3 +227,49 @@ def test_the_third_held_back_set_is_every_four_run_card() -> None:
                 assert len(hd._runs(corpus.folder / s, w)) == 4, (s, w)
     used = {s for c in (*hd.CORPORA, *hd.HELD_BACK_GATE) for s in c.starts}
     assert not used & {s for c in hd.FOUR_RUN_CORPORA for s in c.starts}
+
+
+def test_points_drawn_from_the_best_run_take_its_level_and_the_excess_of_the_others() -> None:
+    """--drawn-centre best: a start's level is its fastest run, the deviations each run's
+    excess over its start's fastest (0 for that run), and a point of n runs the level times
+    one plus the smallest of n drawn excesses."""
+    starts = ((100.0, 104.0, 102.0, 101.0), (110.0, 106.0, 107.0, 108.0))
+    pool = hd.best_deviations(starts)
+    assert pool == pytest.approx([0.0, 0.04, 0.02, 0.01, 4 / 106, 0.0, 1 / 106, 2 / 106])
+    assert hd.best_deviations(starts, max)[:4] == pytest.approx([-4 / 104, 0.0, -2 / 104, -3 / 104])
+    at = [(0, 0), (1, 0), (1, 1), (0, 2)] * 10
+    arms = {n: hd.drawn_series(starts, at, n, np.random.default_rng(7), min, 4, "best")
+            for n in (1, 2, 4)}  # fmt: skip
+    rng = np.random.default_rng(7)
+    for i, (s, _) in enumerate(at):
+        picks = [pool[j] for j in hd.distinct(rng, len(pool), 4)]
+        for n in (1, 2, 4):
+            assert arms[n][i] == pytest.approx(min(starts[s]) * (1 + min(picks[:n])))
+        assert arms[4][i] >= min(starts[s])
+    # The same draws centred on the mean (the default) give other points.
+    mean = hd.drawn_series(starts, at, 4, np.random.default_rng(7), min, 4)
+    assert mean != pytest.approx(arms[4])
+
+
+def test_the_model_check_compares_the_drawn_spread_with_the_recorded_one() -> None:
+    """--model-check on a hand-made kernel: starts whose runs are all equal have no run-to-run
+    noise, so the recorded spread is the levels' and a point drawn from the best run is the
+    start's level exactly, while one drawn from the mean adds nothing either: both ratios 1."""
+    levels = (100.0, 102.0, 98.0, 101.0)
+    ks = hd.KernelSeries("H100", "hand", "w", "k", "duration", "< 5 us",
+                         tuple((v, v, v, v) for v in levels))  # fmt: skip
+    lines: list[str] = []
+    hd.model_check([ks], 1, lines.append)
+    rows = [line.split(" | ") for line in lines[2:]]
+    assert [r[3] for r in rows] == ["1", "2", "4"]
+    for r in rows:
+        assert r[4] == r[5] == r[6] and r[7] == "1.00" and r[8] == "1.00 |"
+    # Two of the starts each had one run 8% slow: the recorded best of four sheds it; drawn
+    # from the mean, their levels keep a quarter of it (104.04 and 103.02 against 100 and 98),
+    # which widens the spread between starts.
+    slow = {102.0, 101.0}
+    noisy = replace(ks, starts=tuple((v, v * 1.08 if v in slow else v, v, v) for v in levels))
+    lines = []
+    hd.model_check([noisy], 1, lines.append)
+    four = next(line.split(" | ") for line in lines[2:] if line.split(" | ")[3] == "4")
+    assert float(four[7]) > 1.5 and float(four[8].rstrip(" |")) == 1.0
