@@ -62,6 +62,8 @@ deviations (drawn_series): one deviation for one run per point, the best of two 
     python benchmarks/history_detection.py --four-run-cards --runs-per-point 4 --model-check
     python benchmarks/history_detection.py --runs-per-point 2 --drawn-four --drawn-centre best
     python benchmarks/history_detection.py --drift-level-runs 1   # the value alone, as before
+    python benchmarks/history_detection.py --held-back-cards --runs-per-point 2 --drawn-four \
+        --drawn-centre best                                        # the fourth held-back set
 
 `--drawn-centre best`: the drawn arms take each start's level at its best run (the fastest
 time) and draw every point's runs from the kernel's deviations from their start's best run
@@ -70,6 +72,10 @@ start's slow runs, so a level taken there with a fresh deviation on top counts t
 noise twice. `--model-check` measures both against the recorded points of starts of four runs
 (docs/history.md). `--drawn-four`: with `--runs-per-point 2`, an arm of four drawn runs per
 point beside them, on the tuning starts (none of which holds four runs).
+
+`--held-back-cards`: a fourth held-back set, the eight cards of two H100 hosts captured while
+the level of the newest runs was chosen (HELD_BACK_CARDS), read only after it was committed;
+2 to 4 runs of each workload per card (`--runs-per-point 2 --drawn-four`).
 
 `--four-run-cards`: a third held-back set, the cards captured with four runs each of four
 workloads (FOUR_RUN_CORPORA), none of them used to choose the parameters until they were
@@ -183,6 +189,18 @@ FOUR_RUN_CORPORA = (
            ("h200-xdg0", "h200-xdg1", *(f"h200-xcg{i}" for i in range(4)),
             *(f"h200-xfg{i}" for i in range(4)), "h200-xgg0", "h200-xig0"), "",
            FOUR_RUN_WORKLOADS),
+)  # fmt: skip
+
+
+# A fourth held-back set (--held-back-cards): the eight cards of two H100 hosts of four GPUs
+# (tests/data/field/history-cards/README.md), captured while the level of the newest runs was
+# being chosen and not read until it was committed; every card its own machine start. Each
+# workload from the cards that captured it.
+HELD_BACK_CARDS = (
+    Corpus("H100 cards, fourth held-back set", "H100", FIELD / "history-cards",
+           (*(f"h100-xjg{i}" for i in range(4)), *(f"h100-xkg{i}" for i in range(4))), "",
+           ("hf-decoder", "hf-encoder", "cnn-tf32", "cnn-bf16-cl", "gemms", "reductions",
+            "moe", "train-step"), partial=True),
 )  # fmt: skip
 
 
@@ -703,6 +721,12 @@ def main(argv: Sequence[str]) -> int:
         help="the second held-back set alone: the two-run gate starts no corpus uses",
     )
     which.add_argument(
+        "--held-back-cards",
+        action="store_true",
+        help="the fourth held-back set alone: the cards sealed while the level of the newest "
+        "runs was chosen",
+    )
+    which.add_argument(
         "--four-run-cards",
         action="store_true",
         help="the third held-back set alone: the cards captured with four runs each",
@@ -779,9 +803,11 @@ def main(argv: Sequence[str]) -> int:
         if args.held_back_gate
         else FOUR_RUN_CORPORA
         if args.four_run_cards
+        else HELD_BACK_CARDS
+        if args.held_back_cards
         else CORPORA
     )
-    held_back = args.held_back or args.held_back_gate or args.four_run_cards
+    held_back = args.held_back or args.held_back_gate or args.four_run_cards or args.held_back_cards
     series = [s for c in corpora for s in kernel_series(c, metrics, held_back, k)]
     if args.quick:
         series = series[::4]
@@ -797,6 +823,8 @@ def main(argv: Sequence[str]) -> int:
              f"({', '.join(used)})" if k > 1 else "")  # fmt: skip
     title = ("the second held-back set alone (gate starts never used to choose the parameters)"
              if args.held_back_gate else
+             "the fourth held-back set alone (cards sealed while the level of the newest runs "
+             "was chosen)" if args.held_back_cards else
              "the third held-back set alone (cards of four runs: the level of the newest runs "
              "was chosen on them)"
              if args.four_run_cards else

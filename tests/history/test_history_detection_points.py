@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from perfgate.ingest import read_capture
+from perfgate.ingest.meta import read_meta
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import history_detection as hd
@@ -273,3 +274,25 @@ def test_the_model_check_compares_the_drawn_spread_with_the_recorded_one() -> No
     hd.model_check([noisy], 1, lines.append)
     four = next(line.split(" | ") for line in lines[2:] if line.split(" | ")[3] == "4")
     assert float(four[7]) > 1.5 and float(four[8].rstrip(" |")) == 1.0
+
+
+def test_the_fourth_held_back_set_is_every_card_of_its_folder() -> None:
+    """--held-back-cards: every card of tests/data/field/history-cards, each its own machine
+    start, H100, read by no other corpus of the history."""
+    (corpus,) = hd.HELD_BACK_CARDS
+    folder = hd.FIELD / "history-cards"
+    cards = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    assert sorted(corpus.starts) == cards and len(cards) == 8
+    assert corpus.partial and corpus.held_back == "" and corpus.gpu == "H100"
+    starts = set()
+    for card in cards:
+        metas = [read_meta(str(p)) for p in sorted((folder / card).glob("*.csv.gz"))]
+        assert metas and all("H100" in (m.gpu or "") for m in metas), card
+        ids = {m.machine_start for m in metas}
+        assert len(ids) == 1 and None not in ids, card
+        starts |= ids
+        captured = {p.name.split("-run")[0] for p in (folder / card).glob("*.csv.gz")}
+        assert captured <= set(corpus.workloads), card
+    assert len(starts) == 8
+    others = {s for c in (*hd.CORPORA, *hd.HELD_BACK_GATE, *hd.FOUR_RUN_CORPORA) for s in c.starts}
+    assert not others & set(cards)

@@ -13,6 +13,7 @@ from perfgate.history import detect
 from perfgate.history.detect_report import drift_lines, to_json
 from perfgate.history.model import RunContext, RunFingerprint
 from perfgate.metrics.thresholds import Direction
+from tests.conftest import ROOT
 
 H100 = RunFingerprint(gpu="NVIDIA H100 80GB HBM3")
 
@@ -87,3 +88,8 @@ def test_the_json_keeps_the_level_as_judged() -> None:
         "reference": 30, "change": level.change, "limit": level.limit, "drifted": True,
     }  # fmt: skip
     assert doc["gates"] is True
+
+
+def test_the_docs_show_the_lines_a_level_flag_prints() -> None:
+    docs = (ROOT / "docs" / "history.md").read_text()
+    assert "\n".join(drift_lines(_flag(50_000.0, 0.06))[:2]) in docs
