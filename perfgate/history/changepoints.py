@@ -332,12 +332,13 @@ def _level(
     itself must stand at least halfway from that median to the mean, the worse way: it belongs
     to the new level, and a run back at the old one is not flagged for the runs before it."""
     k = rule.level_runs
-    if k < 2 or len(history) < k - 1:
+    if k < 2:
         return None
-    newest = [*history[len(history) - (k - 1) :], value]
-    reference = list(history[: len(history) - (k - 1)][-rule.runs :])
-    if len(reference) < rule.min_runs:
+    kept = len(history) - (k - 1)
+    reference = list(history[: max(kept, 0)][-rule.runs :])
+    if not reference or len(reference) < rule.min_runs:
         return None
+    newest = [*history[kept:], value]
     median = statistics.median(reference)
     sigma = spread(reference)
     mean = statistics.fmean(newest)

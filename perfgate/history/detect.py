@@ -295,13 +295,13 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
         point = one.points[0]
         if kept is None:
             continue
-        kind = kind_of(key[2])
+        kind = kind_of(kept.metric)
         rule = request.rule
         if kind.exact:  # a counter that does not move between runs: any move is one
             rule = rule.exact()
         got = drift(kept.values, point.value, kind.direction, rule)
         if got is not None and got.drifted:
-            flags.append(DriftFlag(kept, point, got, drift_gates(key[2], got, point.value)))
+            flags.append(DriftFlag(kept, point, got, drift_gates(kept.metric, got, point.value)))
     return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), judged.context)
 
 

@@ -276,6 +276,51 @@ def test_the_level_needs_its_own_reference_runs_and_an_exact_counter_has_none() 
     assert moved is not None and moved.drifted and moved.alone and moved.level is None
 
 
+def test_the_level_is_flagged_past_its_limit_not_at_it() -> None:
+    # A flat history: no spread, so the limit is the 3% floor. Exactly 3% is not past it.
+    flat = [100.0] * 30
+    at = cp.drift([*flat, 103.0, 103.0], 103.0, Direction.HIGHER_IS_WORSE)
+    assert at is not None and at.level is not None
+    assert at.level.change == at.level.limit == 0.03 and not at.level.drifted
+    past = cp.drift([*flat, 103.0, 103.0], 103.5, Direction.HIGHER_IS_WORSE)
+    assert past is not None and past.level is not None and past.level.drifted
+
+
+def test_a_run_exactly_halfway_to_the_mean_belongs_to_the_new_level() -> None:
+    # 105, 105, 102: a mean of 104 (+4%), the run +2%, half of it.
+    got = cp.drift([*([100.0] * 30), 105.0, 105.0], 102.0, Direction.HIGHER_IS_WORSE)
+    assert got is not None and got.level is not None
+    assert (got.level.mean, got.level.change) == (104.0, 0.04)
+    assert got.level.drifted and got.drifted
+
+
+def test_a_level_of_two_runs_and_a_rule_without_a_minimum() -> None:
+    two = cp.DriftRule(level_runs=2)
+    got = cp.drift([*([100.0] * 30), 104.0], 104.0, Direction.HIGHER_IS_WORSE, two)
+    assert got is not None and got.level is not None
+    assert (got.level.runs, got.level.reference, got.level.mean) == (2, 30, 104.0)
+    assert got.level.drifted
+    # No minimum of runs: the value is judged against the one run kept, its level against
+    # none (no run is left before the newest three), so not at all.
+    bare = cp.DriftRule(min_runs=0)
+    got = cp.drift([100.0, 100.0], 200.0, Direction.HIGHER_IS_WORSE, bare)
+    assert got is not None and got.drifted and got.level is None
+    got = cp.drift([100.0], 200.0, Direction.HIGHER_IS_WORSE, bare)
+    assert got is not None and got.level is None
+
+
+def test_a_median_of_zero_allows_the_floor() -> None:
+    got = cp.drift([0.0] * 30, 0.0, Direction.HIGHER_IS_WORSE)
+    assert got is not None and got.limit == cp.DEFAULT_DRIFT.floor
+    assert got.level is not None and got.level.limit == cp.DEFAULT_DRIFT.floor
+    assert not got.drifted
+
+
+def test_the_spread_of_fewer_than_two_runs_is_zero() -> None:
+    assert cp.spread([]) == 0.0 and cp.spread([5.0]) == 0.0
+    assert cp.spread([1.0, 3.0]) == pytest.approx(np.sqrt(2.0))
+
+
 def test_the_spread_is_not_widened_by_the_drift_it_judges() -> None:
     ramp = [100.0 + i for i in range(30)]  # +1 a run: a drift with no noise
     assert cp.spread(ramp) == pytest.approx(np.sqrt(0.5))
@@ -417,6 +462,13 @@ def test_a_check_held_to_the_history_flags_what_detect_drift_flags(history: Path
         (duration,) = [d for d in detect.held_to_history(record, store)
                        if d.series.metric == "duration"]  # fmt: skip
         assert len(duration.series.points) == 10 and duration.run.kernel_state == "regressed"
+        # A run of main already kept is held to the runs before it, never to itself: run-13,
+        # the first with the change merged, to main's ten before it.
+        record = store.load("run-13")
+        assert record is not None
+        (duration,) = [d for d in detect.held_to_history(record, store)
+                       if d.series.metric == "duration"]  # fmt: skip
+        assert [p.run_id for p in duration.series.points] == [f"run-{n:02d}" for n in range(1, 11)]
 
 
 def test_what_counts_against_the_build_is_what_a_check_counts() -> None:

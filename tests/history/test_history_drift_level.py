@@ -93,3 +93,29 @@ def test_the_json_keeps_the_level_as_judged() -> None:
 def test_the_docs_show_the_lines_a_level_flag_prints() -> None:
     docs = (ROOT / "docs" / "history.md").read_text()
     assert "\n".join(drift_lines(_flag(50_000.0, 0.06))[:2]) in docs
+
+
+def _gates_of(history: list[float], value: float) -> tuple[cp.DriftResult, bool]:
+    result = cp.drift(history, value, Direction.HIGHER_IS_WORSE)
+    assert result is not None and result.drifted
+    return result, detect.drift_gates("duration", result, value)
+
+
+def test_a_run_that_passed_alone_counts_by_its_own_move() -> None:
+    # An 8 us kernel, flat, then 9.7 us twice and 9.4 us: the run alone is +17.5% (+1.4 us,
+    # within the 1.5 us a short kernel's time moves: evidence only), the three runs' mean
+    # +20% (+1.6 us, which would count).
+    result, counts = _gates_of([8_000.0] * 30 + [9_700.0, 9_700.0], 9_400.0)
+    assert result.alone and result.level is not None and result.level.drifted
+    assert detect.gates("duration", result.level.median, result.level.mean)
+    assert not counts
+
+
+def test_a_run_flagged_by_its_level_alone_counts_by_the_level_s_move() -> None:
+    # Runs 6% either side of 8 us: one run may stand 25% off, three runs' mean 17%. Then
+    # 9.7 us twice and 9.4 us: the mean +20% (+1.6 us, counts), the run +10.8% against the
+    # median of its own last 30 (8.48 us: +0.92 us, would not count).
+    result, counts = _gates_of([7_520.0, 8_480.0] * 15 + [9_700.0, 9_700.0], 9_400.0)
+    assert not result.alone and result.level is not None and result.level.drifted
+    assert not detect.gates("duration", result.median, 9_400.0)
+    assert counts
