@@ -56,8 +56,10 @@ def _change_lines(c: ChangePoint) -> list[str]:
 
 
 def drift_lines(d: DriftFlag) -> list[str]:
-    """One flagged series: the run's value against the branch's recent median, and its
-    finding in that run."""
+    """One flagged series: the run's value against the branch's recent median, the level of
+    its newest runs where that was flagged, and its finding in that run. The judgement (worse,
+    or evidence only) sits on the line whose move decided it: the value's where it was flagged
+    by itself (perfgate.history.detect.drift_gates)."""
     s, r = d.series, d.result
     unit = f" {s.unit}" if s.unit else ""
     judged = "worse" if d.gates else "worse, evidence only"
@@ -71,7 +73,8 @@ def drift_lines(d: DriftFlag) -> list[str]:
         lines.append(
             f"    the mean of its last {level.runs} runs: {_number(level.mean)}{unit} against a "
             f"median of {_number(level.median)}{unit} over the {level.reference} runs before "
-            f"them ({_percent(level.change)}, limit {level.limit * 100:.1f}%, {judged})"
+            f"them ({_percent(level.change)}, limit {level.limit * 100:.1f}%"
+            f"{'' if r.alone else ', ' + judged})"
         )
     return [*lines, f"    {_cause(d.run)}"]
 

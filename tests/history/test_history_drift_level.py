@@ -109,6 +109,12 @@ def test_a_run_that_passed_alone_counts_by_its_own_move() -> None:
     assert result.alone and result.level is not None and result.level.drifted
     assert detect.gates("duration", result.level.median, result.level.mean)
     assert not counts
+    points = tuple(_point(i, v) for i, v in enumerate([8_000.0] * 30 + [9_700.0, 9_700.0]))
+    flag = detect.DriftFlag(detect.KeptSeries(H100, "k", "k", "duration", "ns", points),
+                            _point(32, 9_400.0), result, counts)  # fmt: skip
+    lines = drift_lines(flag)
+    assert lines[0].endswith("(+17.5%, limit 8.4%, worse, evidence only) on NVIDIA H100 80GB HBM3")
+    assert lines[1].endswith("over the 30 runs before them (+20.0%, limit 3.0%)")
 
 
 def test_a_run_flagged_by_its_level_alone_counts_by_the_level_s_move() -> None:
