@@ -302,18 +302,17 @@ def drift(
     median = statistics.median(recent)
     sigma = spread(recent)
     change = relative(value, median)
-    limit = _limit(rule, sigma, median, 1)
+    limit = _limit(rule.floor, rule.spreads, sigma, median, 1)
     alone = _worse(change, direction) > limit
     level = _level(history, value, direction, rule)
     drifted = alone or (level is not None and level.drifted)
     return DriftResult(median, sigma, len(recent), change, limit, drifted, level, alone)
 
 
-def _limit(rule: DriftRule, sigma: float, median: float, runs: int) -> float:
+def _limit(floor: float, spreads: float, sigma: float, median: float, runs: int) -> float:
     """The relative move allowed to the mean of `runs` runs: `spreads` times its spread (one
     run's over sqrt(runs)), and `floor` at least."""
-    spreads = rule.spreads if runs == 1 else rule.level_spreads
-    return max(rule.floor, spreads * sigma / math.sqrt(runs) / abs(median) if median else 0.0)
+    return max(floor, spreads * sigma / math.sqrt(runs) / abs(median) if median else 0.0)
 
 
 def _worse(change: float, direction: Direction) -> float:
@@ -343,7 +342,7 @@ def _level(
     sigma = spread(reference)
     mean = statistics.fmean(newest)
     change = relative(mean, median)
-    limit = _limit(rule, sigma, median, k)
+    limit = _limit(rule.floor, rule.level_spreads, sigma, median, k)
     moved = _worse(change, direction)
     drifted = moved > limit and _worse(relative(value, median), direction) >= moved / 2
     return Level(k, mean, median, sigma, len(reference), change, limit, drifted)
