@@ -204,6 +204,18 @@ HELD_BACK_CARDS = (
 )  # fmt: skip
 
 
+# A fifth held-back set (--held-back-starts): four H100 cards of one host, a dozen runs or more
+# of each workload per card in one machine start each (tests/data/field/history-starts/
+# README.md), captured while a run's own start's series was being built and not read until it
+# was committed. With --per-start, each card's runs are a series of their own: main's history
+# as a runner that keeps its card and boot makes it (perfgate.history.detect.held_points).
+HELD_BACK_STARTS = (
+    Corpus("H100 cards, fifth held-back set", "H100", FIELD / "history-starts",
+           tuple(f"h100-xmg{i}" for i in range(4)), "", ("hf-decoder", "reductions", "gemms"),
+           partial=True),
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class KernelSeries:
     """One kernel's values of one metric, per machine start, runs in capture order. `pairs`
@@ -300,6 +312,16 @@ def kernel_series(
                 out.append(KernelSeries(corpus.gpu, corpus.label, workload, key.name[:40],
                                         metric, band, tuple(per_start), tuple(pairs)))  # fmt: skip
     return out
+
+
+def per_start(all_series: Sequence[KernelSeries]) -> list[KernelSeries]:
+    """Each kernel series split into one per machine start (--per-start): main's points drawn
+    from that start's runs alone, as a runner that keeps its card and boot records them."""
+    return [
+        replace(ks, starts=(runs,), pairs=(ks.pairs[i],) if ks.pairs else ())
+        for ks in all_series
+        for i, runs in enumerate(ks.starts)
+    ]
 
 
 Draw = tuple[int, int]  # (start, the run the point begins at)
@@ -727,6 +749,11 @@ def main(argv: Sequence[str]) -> int:
         "runs was chosen",
     )
     which.add_argument(
+        "--held-back-starts",
+        action="store_true",
+        help="the fifth held-back set alone: cards of a dozen runs or more in one start each",
+    )
+    which.add_argument(
         "--four-run-cards",
         action="store_true",
         help="the third held-back set alone: the cards captured with four runs each",
@@ -751,6 +778,11 @@ def main(argv: Sequence[str]) -> int:
         choices=("mean", "best"),
         default="mean",
         help="the drawn arms' level per start: its mean, or its best run (the fastest time)",
+    )
+    parser.add_argument(
+        "--per-start",
+        action="store_true",
+        help="each machine start's runs a series of their own (a runner that keeps its card)",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--significance", type=float, default=DEFAULT.significance)
@@ -805,10 +837,15 @@ def main(argv: Sequence[str]) -> int:
         if args.four_run_cards
         else HELD_BACK_CARDS
         if args.held_back_cards
+        else HELD_BACK_STARTS
+        if args.held_back_starts
         else CORPORA
     )
-    held_back = args.held_back or args.held_back_gate or args.four_run_cards or args.held_back_cards
+    held_back = (args.held_back or args.held_back_gate or args.four_run_cards
+                 or args.held_back_cards or args.held_back_starts)  # fmt: skip
     series = [s for c in corpora for s in kernel_series(c, metrics, held_back, k)]
+    if args.per_start:
+        series = per_start(series)
     if args.quick:
         series = series[::4]
     if args.noise:
@@ -825,13 +862,16 @@ def main(argv: Sequence[str]) -> int:
              if args.held_back_gate else
              "the fourth held-back set alone (cards sealed while the level of the newest runs "
              "was chosen)" if args.held_back_cards else
+             "the fifth held-back set alone (cards sealed while a run's own start's series was "
+             "built)" if args.held_back_starts else
              "the third held-back set alone (cards of four runs: the level of the newest runs "
              "was chosen on them)"
              if args.four_run_cards else
              "every start, the held-back ones in" if args.held_back else "tuning starts")  # fmt: skip
     print(f"{title}: "
           f"{len(series)} kernel series{where}; {detection}; {rule}; spread {args.drift_spread}, "
-          f"persist {args.drift_persist}{', drift rule only' if args.drift_only else ''}; "
+          f"persist {args.drift_persist}{', drift rule only' if args.drift_only else ''}"
+          f"{'; a series per machine start' if args.per_start else ''}; "
           f"{time.monotonic() - began:.0f} s")  # fmt: skip
     report(tallies, print)
     return 0

@@ -15,7 +15,7 @@ own (catalog roles), as a check counts it."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from perfgate.common.errors import PerfgateError, UsageError
@@ -98,6 +98,7 @@ class RunPoint:
     value: float
     kernel_state: str
     finding: Finding | None
+    machine_start: str | None = None  # the run's (model.ResultRecord.machine_start)
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,24 @@ class DriftFlag:
     run: RunPoint  # the run judged
     result: DriftResult
     gates: bool
+    own_start: bool = False  # held to the runs of its own machine start only (held_points)
+
+
+def held_points(
+    points: Sequence[RunPoint], start: str | None, rule: DriftRule
+) -> tuple[tuple[RunPoint, ...], bool]:
+    """The earlier runs a run is held to, and whether they are its own machine start's: those
+    of its start where the start is known and holds `rule.min_runs` of them, else every run on
+    the fingerprint. Why: a card runs a short kernel a few percent fast or slow in every run of
+    a start (docs/history.md), so across starts a +5% step can hide in the card's offset; a
+    runner that keeps its card and boot (a self-hosted runner) has no such offset within its
+    own runs. A new boot or another card is a new start: the fingerprint's runs judge it until
+    the start holds enough of its own."""
+    if start is not None:
+        mine = tuple(p for p in points if p.machine_start == start)
+        if len(mine) >= rule.min_runs:
+            return mine, True
+    return tuple(points), False
 
 
 @dataclass(frozen=True)
@@ -182,6 +201,7 @@ def _points(record: RunRecord, request: DetectRequest) -> Iterable[tuple[SeriesK
     ctx = record.context
     for result in record.results:
         fp = result.fingerprint
+        start = result.machine_start
         for k in result.kernels:
             if not _wanted(request, k):
                 continue
@@ -194,7 +214,7 @@ def _points(record: RunRecord, request: DetectRequest) -> Iterable[tuple[SeriesK
                     continue
                 point = RunPoint(
                     ctx.run_id, ctx.recorded_at, ctx.commit, ctx.branch, m.value, k.state,
-                    k.finding,
+                    k.finding, start,
                 )  # fmt: skip
                 yield (fp.key(), k.kernel, m.metric), _Growing(fp, k.name, m.unit, [point])
 
@@ -299,9 +319,12 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
         rule = request.rule
         if kind.exact:  # a counter that does not move between runs: any move is one
             rule = rule.exact()
-        got = drift(kept.values, point.value, kind.direction, rule)
+        points, own = held_points(kept.points, point.machine_start, rule)
+        held = replace(kept, points=points)
+        got = drift(held.values, point.value, kind.direction, rule)
         if got is not None and got.drifted:
-            flags.append(DriftFlag(kept, point, got, drift_gates(kept.metric, got, point.value)))
+            gated = drift_gates(kept.metric, got, point.value)
+            flags.append(DriftFlag(held, point, got, gated, own))
     return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), judged.context)
 
 
@@ -345,7 +368,7 @@ def held_to_history(
                 # A series reads each run's metric state, not its kernel's: the state shown.
                 earlier = [
                     RunPoint(p.run_id, p.recorded_at, p.commit, p.branch, p.value, p.state,
-                             _finding(p.finding, p.finding_title))
+                             _finding(p.finding, p.finding_title), p.machine_start)
                     for p in kept.points
                     if isinstance(p.value, float)
                     and (branch is None or p.branch == branch)
@@ -354,14 +377,16 @@ def held_to_history(
                 held = rule
                 if kind.exact:  # a counter that does not move between runs: any move is one
                     held = rule.exact()
-                got = drift([p.value for p in earlier], m.value, kind.direction, held)
+                points, own = held_points(earlier, result.machine_start, held)
+                got = drift([p.value for p in points], m.value, kind.direction, held)
                 if got is None or not got.drifted:
                     continue
                 run = RunPoint(ctx.run_id, ctx.recorded_at, ctx.commit, ctx.branch, m.value,
-                               k.state, k.finding)  # fmt: skip
+                               k.state, k.finding, result.machine_start)  # fmt: skip
                 history = KeptSeries(result.fingerprint, k.kernel, kept.name, m.metric, m.unit,
-                                     tuple(earlier))  # fmt: skip
-                flags.append(DriftFlag(history, run, got, drift_gates(m.metric, got, m.value)))
+                                     points)  # fmt: skip
+                gated = drift_gates(m.metric, got, m.value)
+                flags.append(DriftFlag(history, run, got, gated, own))
     # In `detect --drift`'s order: by fingerprint, kernel, metric.
     return tuple(sorted(flags, key=_order))
 

@@ -65,7 +65,8 @@ def drift_lines(d: DriftFlag) -> list[str]:
     judged = "worse" if d.gates else "worse, evidence only"
     lines = [
         f"  {s.kernel} {s.metric}: {_number(d.run.value)}{unit} against a median of "
-        f"{_number(r.median)}{unit} over the last {r.runs} runs ({_percent(r.change)}, limit "
+        f"{_number(r.median)}{unit} over the last {r.runs} runs{_of_start(d)} "
+        f"({_percent(r.change)}, limit "
         f"{r.limit * 100:.1f}%{', ' + judged if r.alone else ''}) on {s.fingerprint.describe()}",
     ]
     level = r.level
@@ -77,6 +78,10 @@ def drift_lines(d: DriftFlag) -> list[str]:
             f"{'' if r.alone else ', ' + judged})"
         )
     return [*lines, f"    {_cause(d.run)}"]
+
+
+def _of_start(d: DriftFlag) -> str:
+    return " of its machine start" if d.own_start else ""
 
 
 def _branch(found: Detected) -> str:
@@ -163,6 +168,7 @@ def to_json(found: Detected) -> str:
                 "change": _finite(d.result.change),
                 "limit": d.result.limit,
                 "alone": d.result.alone,
+                "own_machine_start": d.own_start,
                 "level": _level(d.result.level),
                 "gates": d.gates,
                 "finding": _point(d.run)["finding"],

@@ -92,11 +92,17 @@ class KernelRecord:
 
 @dataclass(frozen=True)
 class ResultRecord:
-    """One baseline (one GPU) checked: the fingerprint its captures were taken under."""
+    """One baseline (one GPU) checked: the fingerprint its captures were taken under, and the
+    machine start they were all taken on (perfgate.ncu.machine.machine_start: the boot and the
+    cards; None when unknown or when the captures came from several starts). The start is not
+    part of the series' key: a kernel's series spans the starts of one fingerprint, and a run
+    is held to its own start's runs only where that start holds enough of them
+    (perfgate.history.detect)."""
 
     baseline: str
     fingerprint: RunFingerprint
     kernels: tuple[KernelRecord, ...]
+    machine_start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,9 @@ class RunRecord:
                 # before findings were stored loads back with the digest it was stored under.
                 if kernel["finding"] is None:
                     del kernel["finding"]
+            # Likewise a result without a machine start digests as schema version 4 wrote it.
+            if result["machine_start"] is None:
+                del result["machine_start"]
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -27,6 +27,8 @@ class Point:
     # The kernel's first finding in that run (its mechanism and title); None when it passed.
     finding: str | None = None
     finding_title: str | None = None
+    # The machine start of that run (model.ResultRecord.machine_start); None when unknown.
+    machine_start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def series(store: HistoryStore, kernel: str, metric: str | None = None) -> list[
     for r in store.series_rows(kernel, metric):
         key = (r[4], r[6])
         value = r[9] if r[9] is not None else r[8]
-        point = Point(r[0], r[1], r[2], r[3], r[7], value, r[10], r[12], r[13], r[14])
+        point = Point(r[0], r[1], r[2], r[3], r[7], value, r[10], r[12], r[13], r[14], r[15])
         grouped.setdefault(key, []).append(point)
         last[key] = r
     out = [

@@ -71,6 +71,17 @@ def fingerprint(gpu: str | None, devices: Sequence[str], captures: Sequence[str]
     )
 
 
+def machine_start(captures: Sequence[str]) -> str | None:
+    """The one machine start all of a result's captures were taken on, as their sidecars say
+    (perfgate.ncu.machine.machine_start); None where a capture does not say or they differ:
+    such a run belongs to no one start's series."""
+    metas = [read_meta(p) for p in captures]
+    starts = {m.machine_start for m in metas}
+    if not captures or len(starts) != 1:
+        return None
+    return starts.pop()
+
+
 def _kernel(
     kernel: str,
     name: str,
@@ -106,7 +117,8 @@ def _from_verdict(v: KernelVerdict) -> KernelRecord:
 
 def _from_result(r: CheckResult) -> ResultRecord:
     fp = fingerprint(r.baseline_gpu, r.devices, r.capture_paths)
-    return ResultRecord(r.baseline_path, fp, _sorted([_from_verdict(v) for v in r.verdicts]))
+    kernels = _sorted([_from_verdict(v) for v in r.verdicts])
+    return ResultRecord(r.baseline_path, fp, kernels, machine_start(r.capture_paths))
 
 
 def from_report(report: Report, context: RunContext) -> RunRecord:
@@ -188,7 +200,9 @@ def _json_result(doc: Mapping[str, Any], where: str) -> ResultRecord:
     captures = [str(p) for p in _field(doc, "captures", list, where)]
     devices = [str(d) for d in _field(doc, "devices", list, where)]
     fp = fingerprint(_optional_text(doc, "gpu", where), devices, captures)
-    return ResultRecord(_field(doc, "baseline", str, where), fp, _sorted(kernels))
+    return ResultRecord(
+        _field(doc, "baseline", str, where), fp, _sorted(kernels), machine_start(captures)
+    )
 
 
 def from_json(doc: object, context: RunContext) -> RunRecord:

@@ -138,6 +138,21 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 finding_title)""",
         ),
     ),
+    (
+        "the machine start of each result",
+        (
+            # Nullable: unknown where a capture had no sidecar, where the captures came from
+            # several starts, and on every run kept before. Copied onto the kernels and into
+            # kernels_by_series for the same reason as migration 4's columns: a run is held to
+            # its own start's earlier runs (perfgate.history.detect) from the series' range.
+            "ALTER TABLE results ADD COLUMN machine_start TEXT",
+            "ALTER TABLE kernels ADD COLUMN machine_start TEXT",
+            "DROP INDEX kernels_by_series",
+            """CREATE INDEX kernels_by_series ON kernels (kernel, run_id, result_index,
+                kernel_index, recorded_at, commit_sha, branch, fingerprint, finding_mechanism,
+                finding_title, machine_start)""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -159,12 +174,12 @@ INSERT_RUN = """INSERT INTO runs (run_id, digest, recorded_at, commit_sha, branc
 CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
     "results": (
         "run_id", "result_index", "baseline", "fingerprint", "gpu", "cc", "ncu", "driver",
-        "clock_control", "cache_control", "scope", "time_basis",
+        "clock_control", "cache_control", "scope", "time_basis", "machine_start",
     ),
     "kernels": (
         "run_id", "result_index", "kernel_index", "kernel", "name", "state", "family", "nvtx",
         "matched_by", "finding_mechanism", "finding_title", "finding_lever", "recorded_at",
-        "commit_sha", "branch", "fingerprint",
+        "commit_sha", "branch", "fingerprint", "machine_start",
     ),
     "metrics": (
         "run_id", "result_index", "kernel_index", "metric_index", "metric", "state",
@@ -193,8 +208,9 @@ INSERT_METRIC = insert("metrics")
 
 SELECT_RUN = """SELECT run_id, recorded_at, commit_sha, branch, pull_request, ci_job, status,
     exit_code, perfgate_version FROM runs WHERE run_id = ?"""
-SELECT_RESULTS = """SELECT result_index, baseline, gpu, cc, ncu, driver, clock_control,
-    cache_control, scope, time_basis FROM results WHERE run_id = ? ORDER BY result_index"""
+SELECT_RESULTS = """SELECT result_index, baseline, machine_start, gpu, cc, ncu, driver,
+    clock_control, cache_control, scope, time_basis FROM results WHERE run_id = ?
+    ORDER BY result_index"""
 SELECT_KERNELS = """SELECT result_index, kernel_index, kernel, name, state, family, nvtx,
     matched_by, finding_mechanism, finding_title, finding_lever FROM kernels WHERE run_id = ?
     ORDER BY result_index, kernel_index"""
@@ -221,17 +237,17 @@ RUN_IDS_OF_BASELINE = """SELECT run_id FROM runs WHERE run_id IN
 SERIES_COLUMNS = (
     "run_id", "recorded_at", "commit_sha", "branch", "fingerprint", "result_index",
     "kernel_index", "metric", "state", "value_number", "value_text", "baseline_number", "unit",
-    "bound", "finding_mechanism", "finding_title",
+    "bound", "finding_mechanism", "finding_title", "machine_start",
 )  # fmt: skip
 SERIES_OF_METRIC = """SELECT k.run_id, k.recorded_at, k.commit_sha, k.branch, k.fingerprint,
     k.result_index, k.kernel_index, m.metric, m.state, m.value_number, m.value_text,
-    m.baseline_number, m.unit, m.bound, k.finding_mechanism, k.finding_title
+    m.baseline_number, m.unit, m.bound, k.finding_mechanism, k.finding_title, k.machine_start
     FROM kernels k JOIN metrics m ON m.kernel = k.kernel AND m.metric = ?
         AND m.run_id = k.run_id AND m.result_index = k.result_index
         AND m.kernel_index = k.kernel_index
     WHERE k.kernel = ?"""
 SERIES_KERNELS = """SELECT run_id, result_index, kernel_index, recorded_at, commit_sha, branch,
-    fingerprint, finding_mechanism, finding_title FROM kernels WHERE kernel = ?"""
+    fingerprint, finding_mechanism, finding_title, machine_start FROM kernels WHERE kernel = ?"""
 SERIES_POINTS = """SELECT run_id, result_index, kernel_index, metric, state, value_number,
     value_text, baseline_number, unit, bound FROM metrics WHERE kernel = ?"""
 # The kernel's name in one run (a series is named as its newest run names the kernel).

@@ -36,6 +36,7 @@ MIGRATIONS_TABLE = "perfgate_migrations"
 SERIES_ROW = (
     "run_id", "recorded_at", "commit", "branch", "fingerprint", "name", "metric", "state",
     "value_number", "value_text", "baseline", "unit", "bound", "finding", "finding_title",
+    "machine_start",
 )  # fmt: skip
 
 
@@ -95,11 +96,13 @@ def child_rows(
     for ri, result in enumerate(record.results):
         fp = result.fingerprint
         key = fp.key()
-        results.append((rid, ri, result.baseline, key, *astuple(fp)))
+        start = result.machine_start
+        results.append((rid, ri, result.baseline, key, *astuple(fp), start))
         for ki, k in enumerate(result.kernels):
             kernels.append(
                 (rid, ri, ki, k.kernel, k.name, k.state, k.family, k.nvtx, k.matched_by,
-                 *finding_columns(k.finding), ctx.recorded_at, ctx.commit, ctx.branch, key)
+                 *finding_columns(k.finding), ctx.recorded_at, ctx.commit, ctx.branch, key,
+                 start)
             )  # fmt: skip
             metrics.extend(
                 (rid, ri, ki, mi, m.metric, m.state, *split(m.value), *split(m.baseline),
@@ -288,9 +291,9 @@ class SqlStore(abc.ABC):
             # Each row as SERIES_ROW, the kernel's key in the name's place until names are read.
             rows = [
                 [rid, at, commit, branch, fp, (rid, ri, ki), name_of_metric, state, number, text,
-                 baseline, unit, bound, mechanism, title]
+                 baseline, unit, bound, mechanism, title, start]
                 for (rid, at, commit, branch, fp, ri, ki, name_of_metric, state, number, text,
-                     baseline, unit, bound, mechanism, title) in found
+                     baseline, unit, bound, mechanism, title, start) in found
             ]  # fmt: skip
             rows.sort(key=lambda r: (r[1], r[0], r[6]))
             # Each series' (fingerprint, metric) newest row is its last. Its kernel's name is
@@ -331,7 +334,7 @@ class SqlStore(abc.ABC):
             if k is not None:  # always: one snapshot
                 out.append(
                     (rid, k[3], k[4], k[5], k[6], ri, ki, name_of_metric, state, number, text,
-                     baseline, unit, bound, k[7], k[8])
+                     baseline, unit, bound, k[7], k[8], k[9])
                 )  # fmt: skip
         return out
 
@@ -372,8 +375,8 @@ def _record(
             )
         )  # fmt: skip
     kept = tuple(
-        ResultRecord(baseline, RunFingerprint(*fp), tuple(by_result.get(ri, ())))
-        for ri, baseline, *fp in results
+        ResultRecord(baseline, RunFingerprint(*fp), tuple(by_result.get(ri, ())), start)
+        for ri, baseline, start, *fp in results
     )
     rid, at, commit, branch, pr, job, status, code, version = run
     return RunRecord(RunContext(rid, at, commit, branch, pr, job), status, code, version, kept)

@@ -296,3 +296,19 @@ def test_the_fourth_held_back_set_is_every_card_of_its_folder() -> None:
     assert len(starts) == 8
     others = {s for c in (*hd.CORPORA, *hd.HELD_BACK_GATE, *hd.FOUR_RUN_CORPORA) for s in c.starts}
     assert not others & set(cards)
+
+
+def test_a_series_per_start_draws_each_point_from_that_start_alone() -> None:
+    """--per-start: one series per machine start, its pairs with it; drawn, every point is one
+    of that start's runs."""
+    ks = hd.KernelSeries("H100", "c", "w", "k", "duration", "< 5 us",
+                         ((1.0, 2.0, 3.0), (10.0, 20.0)), ((1.0, 2.0, 1.0), (10.0, 10.0)))  # fmt: skip
+    first, second = hd.per_start([ks])
+    assert (first.starts, first.pairs) == (((1.0, 2.0, 3.0),), ((1.0, 2.0, 1.0),))
+    assert (second.starts, second.pairs) == (((10.0, 20.0),), ((10.0, 10.0),))
+    assert (first.kernel, first.band, second.metric) == ("k", "< 5 us", "duration")
+    alone = replace(ks, pairs=())
+    assert [s.pairs for s in hd.per_start([alone])] == [(), ()]
+    rng = np.random.default_rng(3)
+    drawn = hd.resample(second.starts, 50, rng)
+    assert set(drawn) == {10.0, 20.0}

@@ -271,10 +271,13 @@ def test_a_failed_upgrade_leaves_the_file_as_it_was(tmp_path: Path, record: RunR
 
 def _asdict_digest(record: RunRecord) -> str:
     """The digest as schema version 1 defined it (dataclasses.asdict), a kernel without a
-    finding as version 1 had no such field: the oracle of RunRecord.digest's faster walk."""
+    finding as version 1 had no such field, and a result without a machine start as version 4
+    had none: the oracle of RunRecord.digest's faster walk."""
     doc = asdict(record)
     del doc["context"]["recorded_at"]
     for result in doc["results"]:
+        if result["machine_start"] is None:
+            del result["machine_start"]
         for kernel in result["kernels"]:
             if kernel["finding"] is None:
                 del kernel["finding"]
@@ -291,3 +294,5 @@ def test_the_digest_is_the_one_version_1_defined(record: RunRecord) -> None:
     moved = replace(record, context=replace(CONTEXT, branch="other"))
     assert moved.digest() != record.digest()
     assert record.context.recorded_at == CONTEXT.recorded_at  # the walk altered nothing
+    started = replace(record, results=(replace(record.results[0], machine_start="405352b3"),))
+    assert started.digest() == _asdict_digest(started) != record.digest()
