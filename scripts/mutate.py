@@ -342,6 +342,14 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         "perfgate/history/detect.py": frozenset({"drift_gates", "_drift", "held_to_history"}),
         "perfgate/history/detect_report.py": frozenset({"drift_lines", "_level"}),
     },
+    # A run held to its own machine start's runs: the start a result keeps, and the runs it is
+    # held to (docs/history.md "A run's own machine start").
+    "machine-start": {
+        "perfgate/history/records.py": frozenset({"machine_start"}),
+        "perfgate/history/detect.py": frozenset({"held_points", "_drift", "held_to_history"}),
+        "perfgate/history/detect_report.py": frozenset({"_of_start", "to_json"}),
+        "perfgate/history/model.py": frozenset({"digest"}),
+    },
     "four-run-program": {
         "perfgate/judge/program.py": frozenset({"check_bound", "_SAME_BOUND"}),
         "perfgate/metrics/timefloors.py": frozenset(
@@ -395,7 +403,18 @@ _DRIFT_TESTS = (
     "tests/history/test_history_changepoints.py", "tests/history/test_history_json.py",
     "tests/history/test_history_drift_level.py",
 )  # fmt: skip
+_START_TESTS = (
+    "tests/history/test_history_machine_start.py", "tests/history/test_history_findings.py",
+    *_DRIFT_TESTS,
+)  # fmt: skip
 SELECTION_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "machine-start": {
+        module: _START_TESTS
+        for module in (
+            "perfgate/history/records.py", "perfgate/history/detect.py",
+            "perfgate/history/detect_report.py", "perfgate/history/model.py",
+        )
+    },
     "drift": {
         module: _DRIFT_TESTS
         for module in (

@@ -312,3 +312,29 @@ def test_a_series_per_start_draws_each_point_from_that_start_alone() -> None:
     rng = np.random.default_rng(3)
     drawn = hd.resample(second.starts, 50, rng)
     assert set(drawn) == {10.0, 20.0}
+
+
+def test_the_fifth_held_back_set_is_every_card_of_its_folder() -> None:
+    """--held-back-starts: every card of tests/data/field/history-starts, each its own machine
+    start with a dozen runs or so of each workload, H100, read by no other corpus."""
+    (corpus,) = hd.HELD_BACK_STARTS
+    folder = hd.FIELD / "history-starts"
+    cards = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    assert sorted(corpus.starts) == cards and len(cards) == 4
+    assert corpus.held_back == "" and corpus.gpu == "H100"
+    starts = set()
+    for card in cards:
+        metas = [read_meta(str(p)) for p in sorted((folder / card).glob("*.csv.gz"))]
+        assert metas and all("H100" in (m.gpu or "") for m in metas), card
+        ids = {m.machine_start for m in metas}
+        assert len(ids) == 1 and None not in ids, card
+        starts |= ids
+        for workload in corpus.workloads:
+            assert len(hd._runs(folder / card, workload)) >= 11, (card, workload)
+    assert len(starts) == 4
+    others = {
+        s
+        for c in (*hd.CORPORA, *hd.HELD_BACK_GATE, *hd.FOUR_RUN_CORPORA, *hd.HELD_BACK_CARDS)
+        for s in c.starts
+    }
+    assert not others & set(cards)
