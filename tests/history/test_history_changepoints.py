@@ -360,14 +360,20 @@ def invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("history")
+def nvrtc_baseline(folder: Path) -> Path:
+    """The NVRTC family's baseline, recorded from fam-a's three runs into `folder`."""
     baseline = folder / "nvrtc.yaml"
     runs = [FAMILIES / "fam-a" / f"nvrtc-run{i}.csv.gz" for i in (1, 2, 3)]
     code, _, err = invoke("baseline", "record", *(a for r in runs for a in ("-c", str(r))),
                           "-o", str(baseline))  # fmt: skip
     assert code == 0, err
+    return baseline
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("history")
+    baseline = nvrtc_baseline(folder)
     db = folder / "history.sqlite"
     for n, (capture, branch) in enumerate(RUNS, 1):
         code, _, err = invoke(

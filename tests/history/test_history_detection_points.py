@@ -276,6 +276,15 @@ def test_the_model_check_compares_the_drawn_spread_with_the_recorded_one() -> No
     assert float(four[7]) > 1.5 and float(four[8].rstrip(" |")) == 1.0
 
 
+def _h100_start(card: Path) -> str:
+    """The one machine start every capture of the card's folder names, all on an H100."""
+    metas = [read_meta(str(p)) for p in sorted(card.glob("*.csv.gz"))]
+    assert metas and all("H100" in (m.gpu or "") for m in metas), card
+    ids = {m.machine_start for m in metas}
+    assert len(ids) == 1 and None not in ids, card
+    return ids.pop()
+
+
 def test_the_fourth_held_back_set_is_every_card_of_its_folder() -> None:
     """--held-back-cards: every card of tests/data/field/history-cards, each its own machine
     start, H100, read by no other corpus of the history."""
@@ -286,11 +295,7 @@ def test_the_fourth_held_back_set_is_every_card_of_its_folder() -> None:
     assert corpus.partial and corpus.held_back == "" and corpus.gpu == "H100"
     starts = set()
     for card in cards:
-        metas = [read_meta(str(p)) for p in sorted((folder / card).glob("*.csv.gz"))]
-        assert metas and all("H100" in (m.gpu or "") for m in metas), card
-        ids = {m.machine_start for m in metas}
-        assert len(ids) == 1 and None not in ids, card
-        starts |= ids
+        starts.add(_h100_start(folder / card))
         captured = {p.name.split("-run")[0] for p in (folder / card).glob("*.csv.gz")}
         assert captured <= set(corpus.workloads), card
     assert len(starts) == 8
@@ -324,11 +329,7 @@ def test_the_fifth_held_back_set_is_every_card_of_its_folder() -> None:
     assert corpus.held_back == "" and corpus.gpu == "H100"
     starts = set()
     for card in cards:
-        metas = [read_meta(str(p)) for p in sorted((folder / card).glob("*.csv.gz"))]
-        assert metas and all("H100" in (m.gpu or "") for m in metas), card
-        ids = {m.machine_start for m in metas}
-        assert len(ids) == 1 and None not in ids, card
-        starts |= ids
+        starts.add(_h100_start(folder / card))
         for workload in corpus.workloads:
             assert len(hd._runs(folder / card, workload)) >= 11, (card, workload)
     assert len(starts) == 4

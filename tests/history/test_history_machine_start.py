@@ -16,21 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from perfgate.cli import main
 from perfgate.history import changepoints as cp
 from perfgate.history import detect
 from perfgate.history.records import machine_start
-from tests.conftest import ROOT
+from tests.history.test_history_changepoints import FAMILIES, invoke, nvrtc_baseline
 
-FAMILIES = ROOT / "tests" / "data" / "field" / "families"
 STARTS = {"fam-a": "a1a1a1a1a1a1a1a1", "fam-b": "b2b2b2b2b2b2b2b2"}
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _copy(tmp: Path, capture: str, start: str | None, sidecar: bool = True) -> Path:
@@ -48,13 +40,7 @@ def _copy(tmp: Path, capture: str, start: str | None, sidecar: bool = True) -> P
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("baseline")
-    out = folder / "nvrtc.yaml"
-    runs = [FAMILIES / "fam-a" / f"nvrtc-run{i}.csv.gz" for i in (1, 2, 3)]
-    code, _, err = invoke("baseline", "record", *(a for r in runs for a in ("-c", str(r))),
-                          "-o", str(out))  # fmt: skip
-    assert code == 0, err
-    return out
+    return nvrtc_baseline(tmp_path_factory.mktemp("baseline"))
 
 
 def _history(tmp: Path, baseline: Path, own_runs: int) -> Path:
