@@ -339,14 +339,18 @@ SELECTIONS: dict[str, dict[str, frozenset[str]]] = {
         "perfgate/history/changepoints.py": frozenset(
             {"drift", "_limit", "_worse", "_level", "DriftRule", "spread"}
         ),
-        "perfgate/history/detect.py": frozenset({"drift_gates", "_drift", "held_to_history"}),
+        "perfgate/history/detect.py": frozenset(
+            {"drift_gates", "_drift", "_held", "held_to_history"}
+        ),
         "perfgate/history/detect_report.py": frozenset({"drift_lines", "_level"}),
     },
     # A run held to its own machine start's runs: the start a result keeps, and the runs it is
     # held to (docs/history.md "A run's own machine start").
     "machine-start": {
-        "perfgate/history/records.py": frozenset({"machine_start"}),
-        "perfgate/history/detect.py": frozenset({"held_points", "_drift", "held_to_history"}),
+        "perfgate/history/records.py": frozenset({"machine_start", "_captured", "_start_of"}),
+        "perfgate/history/detect.py": frozenset(
+            {"held_points", "_drift", "_held", "held_to_history"}
+        ),
         "perfgate/history/detect_report.py": frozenset({"_of_start", "to_json"}),
         "perfgate/history/model.py": frozenset({"digest"}),
     },

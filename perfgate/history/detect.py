@@ -315,17 +315,24 @@ def _drift(records: Sequence[RunRecord], request: DetectRequest, where: str) -> 
         point = one.points[0]
         if kept is None:
             continue
-        kind = kind_of(kept.metric)
-        rule = request.rule
-        if kind.exact:  # a counter that does not move between runs: any move is one
-            rule = rule.exact()
-        points, own = held_points(kept.points, point.machine_start, rule)
-        held = replace(kept, points=points)
-        got = drift(held.values, point.value, kind.direction, rule)
-        if got is not None and got.drifted:
-            gated = drift_gates(kept.metric, got, point.value)
-            flags.append(DriftFlag(held, point, got, gated, own))
+        flag = _held(kept, point, request.rule)
+        if flag is not None:
+            flags.append(flag)
     return Detected(request.branch, len(this_run), len(earlier), (), tuple(flags), judged.context)
+
+
+def _held(kept: KeptSeries, run: RunPoint, rule: DriftRule) -> DriftFlag | None:
+    """`run` held to the earlier runs `kept` (its own start's where held_points says so),
+    by `rule` or, for an exact counter, by the rule of any move; None unless it drifted."""
+    kind = kind_of(kept.metric)
+    if kind.exact:  # a counter that does not move between runs: any move is one
+        rule = rule.exact()
+    points, own = held_points(kept.points, run.machine_start, rule)
+    held = replace(kept, points=points)
+    got = drift(held.values, run.value, kind.direction, rule)
+    if got is None or not got.drifted:
+        return None
+    return DriftFlag(held, run, got, drift_gates(kept.metric, got, run.value), own)
 
 
 def run_detect(db: str, request: DetectRequest) -> Detected:
@@ -374,19 +381,13 @@ def held_to_history(
                     and (branch is None or p.branch == branch)
                     and (p.recorded_at, p.run_id) < (ctx.recorded_at, ctx.run_id)
                 ]  # fmt: skip
-                held = rule
-                if kind.exact:  # a counter that does not move between runs: any move is one
-                    held = rule.exact()
-                points, own = held_points(earlier, result.machine_start, held)
-                got = drift([p.value for p in points], m.value, kind.direction, held)
-                if got is None or not got.drifted:
-                    continue
                 run = RunPoint(ctx.run_id, ctx.recorded_at, ctx.commit, ctx.branch, m.value,
                                k.state, k.finding, result.machine_start)  # fmt: skip
                 history = KeptSeries(result.fingerprint, k.kernel, kept.name, m.metric, m.unit,
-                                     points)  # fmt: skip
-                gated = drift_gates(m.metric, got, m.value)
-                flags.append(DriftFlag(history, run, got, gated, own))
+                                     tuple(earlier))  # fmt: skip
+                flag = _held(history, run, rule)
+                if flag is not None:
+                    flags.append(flag)
     # In `detect --drift`'s order: by fingerprint, kernel, metric.
     return tuple(sorted(flags, key=_order))
 

@@ -56,28 +56,44 @@ def _agreed(values: Sequence[str | None]) -> str | None:
 def fingerprint(gpu: str | None, devices: Sequence[str], captures: Sequence[str]) -> RunFingerprint:
     """The fingerprint of one result's captures: the GPU the baseline judged (else the one
     device the captures name), and what their sidecars say."""
-    metas: list[CaptureMeta] = [read_meta(p) for p in captures]
-    metas = [m for m in metas if m.path]
-    device = gpu if gpu is not None else _agreed(list(devices))
-    return RunFingerprint(
-        gpu=device,
-        cc=_agreed([m.cc for m in metas]),
-        ncu=_agreed([m.ncu_version for m in metas]),
-        driver=_agreed([m.driver for m in metas]),
-        clock_control=_agreed([m.clock_control for m in metas]),
-        cache_control=_agreed([m.cache_control for m in metas]),
-        scope=_agreed([m.scope for m in metas]),
-        time_basis=_agreed([time_basis(m) for m in metas]),
-    )
+    return _fingerprint_of(gpu, devices, [read_meta(p) for p in captures])
 
 
 def machine_start(captures: Sequence[str]) -> str | None:
     """The one machine start all of a result's captures were taken on, as their sidecars say
     (perfgate.ncu.machine.machine_start); None where a capture does not say or they differ:
     such a run belongs to no one start's series."""
+    return _start_of([read_meta(p) for p in captures])
+
+
+def _captured(
+    gpu: str | None, devices: Sequence[str], captures: Sequence[str]
+) -> tuple[RunFingerprint, str | None]:
+    """The fingerprint and the machine start of one result, each sidecar read once."""
     metas = [read_meta(p) for p in captures]
+    return _fingerprint_of(gpu, devices, metas), _start_of(metas)
+
+
+def _fingerprint_of(
+    gpu: str | None, devices: Sequence[str], metas: Sequence[CaptureMeta]
+) -> RunFingerprint:
+    found = [m for m in metas if m.path]
+    device = gpu if gpu is not None else _agreed(list(devices))
+    return RunFingerprint(
+        gpu=device,
+        cc=_agreed([m.cc for m in found]),
+        ncu=_agreed([m.ncu_version for m in found]),
+        driver=_agreed([m.driver for m in found]),
+        clock_control=_agreed([m.clock_control for m in found]),
+        cache_control=_agreed([m.cache_control for m in found]),
+        scope=_agreed([m.scope for m in found]),
+        time_basis=_agreed([time_basis(m) for m in found]),
+    )
+
+
+def _start_of(metas: Sequence[CaptureMeta]) -> str | None:
     starts = {m.machine_start for m in metas}
-    if not captures or len(starts) != 1:
+    if not metas or len(starts) != 1:
         return None
     return starts.pop()
 
@@ -116,9 +132,8 @@ def _from_verdict(v: KernelVerdict) -> KernelRecord:
 
 
 def _from_result(r: CheckResult) -> ResultRecord:
-    fp = fingerprint(r.baseline_gpu, r.devices, r.capture_paths)
-    kernels = _sorted([_from_verdict(v) for v in r.verdicts])
-    return ResultRecord(r.baseline_path, fp, kernels, machine_start(r.capture_paths))
+    fp, start = _captured(r.baseline_gpu, r.devices, r.capture_paths)
+    return ResultRecord(r.baseline_path, fp, _sorted([_from_verdict(v) for v in r.verdicts]), start)
 
 
 def from_report(report: Report, context: RunContext) -> RunRecord:
@@ -199,10 +214,8 @@ def _json_result(doc: Mapping[str, Any], where: str) -> ResultRecord:
         kernels.append(_json_kernel(k, f"{where}.kernels[{i}]"))
     captures = [str(p) for p in _field(doc, "captures", list, where)]
     devices = [str(d) for d in _field(doc, "devices", list, where)]
-    fp = fingerprint(_optional_text(doc, "gpu", where), devices, captures)
-    return ResultRecord(
-        _field(doc, "baseline", str, where), fp, _sorted(kernels), machine_start(captures)
-    )
+    fp, start = _captured(_optional_text(doc, "gpu", where), devices, captures)
+    return ResultRecord(_field(doc, "baseline", str, where), fp, _sorted(kernels), start)
 
 
 def from_json(doc: object, context: RunContext) -> RunRecord:
